@@ -1,0 +1,41 @@
+"""Every option and environment variable numbax reads, in one place.
+
+| variable               | meaning                                                    |
+|------------------------|------------------------------------------------------------|
+| NUMBAX_BACKEND         | default backend of ``jit``: cpu, interpret or cuda          |
+| NUMBAX_LOG_COMPILES    | 1: log every trace/compile of a jitted function and why     |
+| NUMBAX_CACHE_DIR       | on-disk compile cache folder ("" or "off" disables it)      |
+| NUMBAX_DUMP            | folder to write the IR after every pass into                |
+| NUMBAX_DEBUG_CHECKS    | 1: typecheck after every pass (always on in the tests)      |
+
+This module imports nothing from numbax, so every stage may read it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _default_cache_dir() -> str | None:
+    value = os.environ.get("NUMBAX_CACHE_DIR")
+    if value is not None:
+        return None if value.strip().lower() in ("", "off", "0", "none") else value
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "numbax")
+
+
+@dataclass
+class Config:
+    backend: str | None = field(default_factory=lambda: os.environ.get("NUMBAX_BACKEND") or None)
+    log_compiles: bool = field(default_factory=lambda: _flag("NUMBAX_LOG_COMPILES"))
+    cache_dir: str | None = field(default_factory=_default_cache_dir)
+    dump_dir: str | None = field(default_factory=lambda: os.environ.get("NUMBAX_DUMP") or None)
+    debug_checks: bool = field(default_factory=lambda: _flag("NUMBAX_DEBUG_CHECKS"))
+
+
+config = Config()

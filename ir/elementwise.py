@@ -1,0 +1,201 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, logic, select,
+dtype conversion.
+
+Operands of an n-ary elementwise primitive have one dtype and one shape, except that
+rank-0 operands broadcast (so ``mul a 2.0:f32[]`` needs no broadcast equation). The
+front end inserts ``broadcast_in_dim`` and ``convert_element_type`` for everything
+else, so these rules stay strict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes
+from .core import ShapedArray
+from .primitive import Pattern, check, register
+
+
+def _common_shape(name: str, avals) -> tuple[int, ...]:
+    shapes = {a.shape for a in avals if a.shape != ()}
+    check(len(shapes) <= 1, name, f"operand shapes differ: {[a.str_short() for a in avals]}")
+    return shapes.pop() if shapes else ()
+
+
+def _same_dtype(name: str, avals) -> np.dtype:
+    kinds = {a.dtype for a in avals}
+    check(len(kinds) == 1, name, f"operand dtypes differ: {[a.str_short() for a in avals]}")
+    return kinds.pop()
+
+
+def _quiet(fn):
+    """NumPy warns on overflow, 0/0 and log(0); numbax, like JAX, returns inf/nan quietly."""
+
+    def impl(*args, **params):
+        with np.errstate(all="ignore"):
+            return fn(*args, **params)
+
+    return impl
+
+
+def _unary_rule(name, allowed_kinds):
+    def rule(x: ShapedArray) -> ShapedArray:
+        check(x.dtype.kind in allowed_kinds, name, f"unsupported dtype {x.dtype}")
+        return x
+
+    return rule
+
+
+def _binary_rule(name, allowed_kinds, out_dtype=None):
+    def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+        dtype = _same_dtype(name, (x, y))
+        check(dtype.kind in allowed_kinds, name, f"unsupported dtype {dtype}")
+        return ShapedArray(_common_shape(name, (x, y)), out_dtype or dtype)
+
+    return rule
+
+
+FLOAT = "f"
+NUMERIC = "fiu"
+ANY = "fiub"
+INTEGRAL = "iub"
+
+
+def _logistic(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+# name: (NumPy reference, accepted dtype kinds, expensive, differentiable)
+UNARY = {
+    "neg": (np.negative, NUMERIC, False, True),
+    "exp": (np.exp, FLOAT, True, True),
+    "log": (np.log, FLOAT, True, True),
+    "log1p": (np.log1p, FLOAT, True, True),
+    "expm1": (np.expm1, FLOAT, True, True),
+    "sin": (np.sin, FLOAT, True, True),
+    "cos": (np.cos, FLOAT, True, True),
+    "tanh": (np.tanh, FLOAT, True, True),
+    "logistic": (_logistic, FLOAT, True, True),
+    "sqrt": (np.sqrt, FLOAT, True, True),
+    "rsqrt": (_rsqrt, FLOAT, True, True),
+    "abs": (np.abs, NUMERIC, False, True),
+    "sign": (np.sign, NUMERIC, False, False),
+    "floor": (np.floor, FLOAT, False, False),
+    "ceil": (np.ceil, FLOAT, False, False),
+    "round": (np.round, FLOAT, False, False),
+    "not": (np.invert, INTEGRAL, False, False),
+}
+
+for _name, (_fn, _kinds, _expensive, _diff) in UNARY.items():
+    register(
+        _name,
+        Pattern.ELEMENTWISE,
+        _unary_rule(_name, _kinds),
+        _quiet(_fn),
+        expensive=_expensive,
+        differentiable=_diff,
+    )
+
+
+def _div(x, y):
+    if x.dtype.kind == "f":
+        return np.true_divide(x, y)
+    # Integer division truncates toward zero, as in C and lax.div.
+    quotient = np.floor_divide(x, y)
+    inexact = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+    return np.where(inexact, quotient + 1, quotient).astype(x.dtype)
+
+
+BINARY = {
+    "add": (np.add, NUMERIC, False, True),
+    "sub": (np.subtract, NUMERIC, False, True),
+    "mul": (np.multiply, NUMERIC, False, True),
+    "div": (_div, NUMERIC, True, True),
+    "pow": (np.power, FLOAT, True, True),
+    "max": (np.maximum, ANY, False, True),
+    "min": (np.minimum, ANY, False, True),
+    "atan2": (np.arctan2, FLOAT, True, True),
+    "rem": (np.fmod, NUMERIC, False, True),
+    "and": (np.bitwise_and, INTEGRAL, False, False),
+    "or": (np.bitwise_or, INTEGRAL, False, False),
+}
+
+for _name, (_fn, _kinds, _expensive, _diff) in BINARY.items():
+    register(
+        _name,
+        Pattern.ELEMENTWISE,
+        _binary_rule(_name, _kinds),
+        _quiet(_fn),
+        expensive=_expensive,
+        differentiable=_diff,
+    )
+
+COMPARISONS = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+for _name, _fn in COMPARISONS.items():
+    register(
+        _name,
+        Pattern.ELEMENTWISE,
+        _binary_rule(_name, ANY, out_dtype=dtypes.bool_),
+        _quiet(_fn),
+        differentiable=False,
+    )
+
+
+def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:
+    check(x.dtype.kind in NUMERIC, "integer_pow", f"unsupported dtype {x.dtype}")
+    check(isinstance(y, int), "integer_pow", f"exponent must be a Python int, got {y!r}")
+    check(y >= 0 or x.dtype.kind == "f", "integer_pow", "negative power of an integer")
+    return x
+
+
+def _integer_pow(x, *, y):
+    return np.power(x, x.dtype.type(y)) if x.dtype.kind == "f" else np.power(x, y)
+
+
+register("integer_pow", Pattern.ELEMENTWISE, _integer_pow_rule, _quiet(_integer_pow))
+
+
+def _select_rule(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray):
+    check(pred.dtype == dtypes.bool_, "select", f"predicate must be bool, got {pred.dtype}")
+    dtype = _same_dtype("select", (on_true, on_false))
+    return ShapedArray(_common_shape("select", (pred, on_true, on_false)), dtype)
+
+
+register("select", Pattern.ELEMENTWISE, _select_rule, np.where)
+
+
+def _convert_rule(x: ShapedArray, *, new_dtype) -> ShapedArray:
+    return ShapedArray(x.shape, new_dtype)
+
+
+def _convert(x, *, new_dtype):
+    with np.errstate(all="ignore"):
+        return np.asarray(x).astype(new_dtype)
+
+
+register("convert_element_type", Pattern.ELEMENTWISE, _convert_rule, _convert)
+
+
+def _identity_rule(x: ShapedArray) -> ShapedArray:
+    return x
+
+
+register(
+    "stop_gradient",
+    Pattern.ELEMENTWISE,
+    _identity_rule,
+    lambda x: x,
+    differentiable=False,
+)

@@ -1,0 +1,61 @@
+"""Every error numbax raises, in one place.
+
+Each message names the operation, the user's file:line and the fix. The classes are
+re-exported from ``numbax``; they subclass the built-in exception a Python user
+would expect (``TypeError``, ``ValueError``) so existing ``except`` clauses still work.
+"""
+
+from __future__ import annotations
+
+
+class NumbaxError(Exception):
+    """Base class of every numbax error."""
+
+
+class NumbaxTypeError(NumbaxError, TypeError):
+    """A value of the wrong type or dtype was given to a numbax operation."""
+
+
+class ShapeError(NumbaxError, ValueError):
+    """Shapes that do not broadcast, or do not match for a contraction."""
+
+
+class ConcretizationError(NumbaxError, TypeError):
+    """An abstract traced value was converted to a concrete Python value."""
+
+
+class TracerArrayConversionError(ConcretizationError):
+    """``np.asarray`` (or similar) was called on an abstract traced value."""
+
+
+class LeakedTracerError(NumbaxError, RuntimeError):
+    """A traced value escaped its trace and was used after the trace ended."""
+
+
+class InPlaceUpdateError(NumbaxError, TypeError):
+    """Item assignment on an immutable traced array."""
+
+
+class UnsupportedFunctionError(NumbaxError, NotImplementedError):
+    """A NumPy function or ufunc that numbax does not implement."""
+
+
+class StaticArgumentError(NumbaxError, ValueError):
+    """A static argument of ``jit`` that cannot be used as a cache key."""
+
+
+class GradientError(NumbaxError, TypeError):
+    """``grad`` asked for something without a gradient (non-scalar output, int input)."""
+
+
+class SerializationError(NumbaxError, ValueError):
+    """A serialised jaxpr that is malformed or refers to unknown primitives."""
+
+
+class TypecheckError(NumbaxError, TypeError):
+    """A jaxpr whose recorded types disagree with its primitives' rules."""
+
+
+def at_line(message: str, source_info: str | None) -> str:
+    """Append the user's file:line to a message."""
+    return f"{message}\n  at {source_info}" if source_info else message

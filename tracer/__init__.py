@@ -1,0 +1,31 @@
+"""Tracing: Python functions over arrays become jaxprs."""
+
+from . import array_methods
+from .core import Trace, Tracer, bind, current_trace, new_trace, trace_flat
+from .pytree import (
+    PyTreeDef,
+    register_pytree_node,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
+
+array_methods.install()
+
+__all__ = [
+    "PyTreeDef",
+    "Trace",
+    "Tracer",
+    "bind",
+    "current_trace",
+    "new_trace",
+    "register_pytree_node",
+    "trace_flat",
+    "tree_flatten",
+    "tree_leaves",
+    "tree_map",
+    "tree_structure",
+    "tree_unflatten",
+]

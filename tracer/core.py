@@ -1,0 +1,249 @@
+"""Tracers, the trace stack and ``bind``.
+
+There is one kind of trace: it records equations into a jaxpr. A ``Tracer`` holds an
+abstract value and, when the trace is *concrete* (an eager transform such as
+``grad(f)(x)`` on real arrays), also the value computed as each operation is recorded,
+so Python control flow on array values works (define-by-run). Under ``jit`` the trace
+is abstract and converting a tracer to a Python value raises ``ConcretizationError``.
+
+Traces nest: an operation is always recorded into the innermost active trace; a tracer
+of an enclosing trace used there is lifted in as a constvar whose value is the outer
+tracer. A tracer of a trace that has ended is a leaked tracer.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, aval_of
+from ..ir.errors import (
+    ConcretizationError,
+    LeakedTracerError,
+    NumbaxTypeError,
+    TypecheckError,
+    at_line,
+)
+from ..ir.primitive import Primitive
+from .source_info import user_frame_info
+
+
+class Trace:
+    """Records the equations of one function being traced."""
+
+    def __init__(self, concrete: bool):
+        self.concrete = concrete
+        self.active = True
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.const_values: list = []
+        self.eqns: list[Eqn] = []
+        # id(outer value) -> (outer value, lifted tracer). The outer value is kept
+        # alive here so its id cannot be reused while the trace runs.
+        self._lifted: dict[int, tuple[object, Tracer]] = {}
+
+    def new_arg(self, aval: ShapedArray, value=None) -> Tracer:
+        tracer = Tracer(self, aval, value)
+        self.invars.append(tracer._var)
+        return tracer
+
+    def lift(self, outer) -> Tracer:
+        """A constvar of this trace standing for ``outer`` (an array or outer tracer)."""
+        key = id(outer)
+        if key not in self._lifted:
+            if isinstance(outer, Tracer):
+                aval, value = outer.aval, outer._value
+            else:
+                aval, value = aval_of(outer), outer
+            tracer = Tracer(self, aval, value)
+            self.constvars.append(tracer._var)
+            self.const_values.append(outer)
+            self._lifted[key] = (outer, tracer)
+        return self._lifted[key][1]
+
+    def atom(self, value):
+        """The IR atom for an operand: a var of this trace, a lifted const, or a literal."""
+        if isinstance(value, Tracer):
+            if value._trace is self:
+                return value._var
+            if not value._trace.active:
+                raise leaked_tracer_error(value)
+            return self.lift(value)._var
+        if isinstance(value, (bool, int, float, np.generic)) or (
+            isinstance(value, np.ndarray) and value.shape == ()
+        ):
+            return Literal(value, aval_of(value).dtype)
+        if isinstance(value, np.ndarray):
+            return self.lift(value)._var
+        raise NumbaxTypeError(
+            at_line(f"cannot use a value of type {type(value).__name__} as an array operand",
+                    user_frame_info())
+        )
+
+    def value_of(self, value):
+        """The concrete value of an operand, or None when it is abstract."""
+        if isinstance(value, Tracer):
+            if value._trace is self:
+                return value._value
+            return self.lift(value)._value
+        return value
+
+    def to_jaxpr(self, outputs) -> ClosedJaxpr:
+        outvars = [self.atom(out) for out in outputs]
+        jaxpr = Jaxpr(list(self.constvars), list(self.invars), list(self.eqns), outvars)
+        return ClosedJaxpr(jaxpr, list(self.const_values))
+
+
+class _TraceStack(threading.local):
+    def __init__(self):
+        self.traces: list[Trace] = []
+
+
+_stack = _TraceStack()
+
+
+def current_trace() -> Trace | None:
+    return _stack.traces[-1] if _stack.traces else None
+
+
+@contextmanager
+def new_trace(concrete: bool):
+    trace = Trace(concrete)
+    _stack.traces.append(trace)
+    try:
+        yield trace
+    finally:
+        _stack.traces.pop()
+        trace.active = False
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply ``prim``: record it in the innermost trace, or run it eagerly on arrays."""
+    trace = current_trace()
+    if trace is None:
+        outs = _eager(prim, args, params)
+    else:
+        outs = _record(trace, prim, args, params)
+    return outs if prim.multiple_results else outs[0]
+
+
+def _eager(prim: Primitive, args, params):
+    for arg in args:
+        if isinstance(arg, Tracer):
+            raise leaked_tracer_error(arg)
+    arrays = [np.asarray(a) for a in args]
+    out_avals = prim.abstract_eval(*[aval_of(a) for a in arrays], **params)
+    outs = prim.impl(*arrays, **params)
+    return [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals)]
+
+
+def _record(trace: Trace, prim: Primitive, args, params):
+    source_info = user_frame_info()
+    inputs = [trace.atom(a) for a in args]
+    try:
+        out_avals = prim.abstract_eval(*[a.aval for a in inputs], **params)
+    except TypecheckError as err:
+        raise TypecheckError(at_line(str(err), source_info)) from None
+    values = [None] * len(out_avals)
+    if trace.concrete:
+        in_values = [trace.value_of(a) for a in args]
+        if all(v is not None for v in in_values):
+            outs = prim.impl(*[np.asarray(v) for v in in_values], **params)
+            values = [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals)]
+    tracers = [Tracer(trace, aval, value) for aval, value in zip(out_avals, values)]
+    trace.eqns.append(Eqn(prim, inputs, [t._var for t in tracers], params, source_info))
+    return tracers
+
+
+def trace_flat(fun, in_avals, values=None) -> tuple[ClosedJaxpr, list]:
+    """Trace ``fun`` over flat arguments; return the closed jaxpr and the raw outputs.
+
+    With ``values`` the trace is concrete: each tracer also carries its value.
+    """
+    with new_trace(concrete=values is not None) as trace:
+        values = values if values is not None else [None] * len(in_avals)
+        args = [trace.new_arg(aval, value) for aval, value in zip(in_avals, values)]
+        outs = fun(*args)
+        return trace.to_jaxpr(outs), outs
+
+
+def leaked_tracer_error(tracer: Tracer) -> LeakedTracerError:
+    return LeakedTracerError(
+        at_line(
+            f"a traced value ({tracer.aval.str_short()}) was used after the function that "
+            "traced it returned. It probably escaped through a global variable, a closure "
+            "or an attribute. Return it from the traced function instead, or pass it in "
+            "as an argument.",
+            user_frame_info(),
+        )
+    )
+
+
+class Tracer:
+    """An array value seen while tracing: its abstract value, and maybe its value."""
+
+    __slots__ = ("_trace", "aval", "_value", "_var", "weak_type")
+    # Higher than ndarray's so ``ndarray op tracer`` defers to the tracer.
+    __array_priority__ = 1000
+    __hash__ = None  # mutable-looking and array-like, as ndarray: not hashable
+
+    def __init__(self, trace: Trace, aval: ShapedArray, value=None):
+        self._trace = trace
+        self.aval = aval
+        self._value = value
+        self._var = Var(aval)
+        self.weak_type = False
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+
+    def __repr__(self):
+        if self._value is not None:
+            return f"Tracer<{self.aval.str_short()}>({self._value!r})"
+        return f"Tracer<{self.aval.str_short()}>"
+
+    def concrete_value(self, operation: str):
+        """The value for a Python conversion, or a ConcretizationError naming the fix."""
+        if self._value is not None and self._trace.active:
+            return self._value
+        if not self._trace.active:
+            raise leaked_tracer_error(self)
+        raise ConcretizationError(
+            at_line(
+                f"{operation} needs a concrete value, but this is an abstract traced array "
+                f"({self.aval.str_short()}) inside jit. Python control flow and conversions "
+                "cannot depend on traced values. Use numpy.where(cond, a, b) (or "
+                "numbax.cond) for a data-dependent choice, or mark the argument static with "
+                "jit(f, static_argnums=...) if it is a configuration value.",
+                user_frame_info(),
+            )
+        )
+
+    def __bool__(self):
+        return bool(self.concrete_value("bool() of a traced value (e.g. `if x > 0:`)"))
+
+    def __int__(self):
+        return int(self.concrete_value("int() of a traced value"))
+
+    def __float__(self):
+        return float(self.concrete_value("float() of a traced value"))
+
+    def __complex__(self):
+        return complex(self.concrete_value("complex() of a traced value"))
+
+    def __index__(self):
+        value = self.concrete_value("using a traced value as a Python index")
+        if not dtypes.is_integer(np.asarray(value).dtype):
+            raise NumbaxTypeError("only integer arrays can be used as an index")
+        return int(value)
+
+    def item(self):
+        return self.concrete_value(".item() of a traced value").item()
+
+    def tolist(self):
+        return self.concrete_value(".tolist() of a traced value").tolist()

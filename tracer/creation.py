@@ -1,0 +1,98 @@
+"""Array creation: zeros, ones, full, *_like, arange, linspace, eye.
+
+Filled arrays are a scalar broadcast (``broadcast_in_dim`` of a literal), so a large
+``zeros`` costs nothing until fusion decides where it is read. Outside a trace these
+run eagerly and return NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import dtypes
+from . import lax
+from .promote import asarray, dtype_of, operand, result_type, shape_of
+from .ufuncs import equal
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def _dtype(dtype, default=dtypes.float64):
+    return dtypes.canonicalize(dtype) if dtype is not None else default
+
+
+def full(shape, fill_value, dtype=None):
+    fill = operand(fill_value)
+    dtype = _dtype(dtype, result_type(fill))
+    if shape_of(fill) != ():
+        return lax.broadcast_to_rank(lax.convert_element_type(asarray(fill), dtype), _shape(shape))
+    if hasattr(fill, "aval"):  # a traced scalar
+        return lax.broadcast_in_dim(lax.convert_element_type(fill, dtype), _shape(shape), ())
+    return lax.full(_shape(shape), fill, dtype)
+
+
+def zeros(shape, dtype=None):
+    return lax.full(_shape(shape), 0, _dtype(dtype))
+
+
+def ones(shape, dtype=None):
+    return lax.full(_shape(shape), 1, _dtype(dtype))
+
+
+empty = zeros
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    return full(shape_of(a) if shape is None else shape, fill_value, dtype or dtype_of(a))
+
+
+def zeros_like(a, dtype=None, shape=None):
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None):
+    return full_like(a, 1, dtype, shape)
+
+
+empty_like = zeros_like
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    reference = np.arange(start, stop, step, dtype=dtype)
+    dtype = dtypes.canonicalize(reference.dtype)
+    if dtypes.is_integer(dtype) and reference.size > 1:
+        # An integer ramp is an iota (exact, and free under fusion).
+        ramp = lax.iota(dtype, reference.shape)
+        ramp = lax.mul(ramp, np.asarray(step, dtype)) if step != 1 else ramp
+        return lax.add(ramp, np.asarray(start, dtype)) if start != 0 else ramp
+    return reference.astype(dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    return np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype).astype(
+        _dtype(dtype, dtypes.result_type(np.linspace(start, stop, 2).dtype))
+    )
+
+
+def eye(N, M=None, k=0, dtype=None):
+    M = N if M is None else M
+    rows = lax.iota(dtypes.int64, (N, M), 0)
+    cols = lax.iota(dtypes.int64, (N, M), 1)
+    mask = equal(lax.add(rows, np.int64(k)), cols) if k else equal(rows, cols)
+    return lax.convert_element_type(mask, _dtype(dtype))
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def array(object, dtype=None, copy=True):
+    x = asarray(object)
+    return lax.convert_element_type(x, dtype) if dtype is not None else x

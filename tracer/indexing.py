@@ -1,0 +1,263 @@
+"""NumPy indexing over tracers (``x[...]``) and functional updates (``x.at[...]``).
+
+Basic indices (ints, slices, None, Ellipsis) become ``slice``/``squeeze``/
+``expand_dims``; integer arrays (and concrete boolean masks, via ``nonzero``) become
+one ``gather`` over the indexed axes, placed where NumPy's advanced-indexing rules put
+it. ``x.at[idx].op(v)`` indexes an iota of flat positions with the same machinery and
+scatters into the flattened array, so every index form that reads also writes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
+from . import lax
+from .core import Tracer
+from .promote import asarray, broadcast_shapes, convert, operand
+from .source_info import user_frame_info
+
+
+def _error(cls, message):
+    return cls(at_line(message, user_frame_info()))
+
+
+def _is_int_scalar(i) -> bool:
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _normalize(x, idx):
+    """Expand Ellipsis and None; return (x with new axes, list of per-dim indices)."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    items = []
+    for i in idx:
+        if isinstance(i, list):
+            i = np.asarray(i)
+        if isinstance(i, np.ndarray) and i.dtype == bool:
+            if i.ndim == 0:
+                raise _error(UnsupportedFunctionError, "indexing with a scalar boolean is "
+                             "not supported")
+            items.extend(np.nonzero(i))
+            continue
+        if isinstance(i, Tracer) and i.dtype == dtypes.bool_:
+            raise _error(
+                UnsupportedFunctionError,
+                "boolean mask indexing with a traced mask has a data-dependent shape; use "
+                "numpy.where(mask, x, fill) to keep the shape static",
+            )
+        items.append(i)
+    consuming = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if consuming > x.ndim:
+        raise _error(ShapeError, f"too many indices for array: array is {x.ndim}-dimensional, "
+                     f"but {consuming} were indexed")
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise _error(ShapeError, "an index can only have a single ellipsis ('...')")
+    ellipsis = next((k for k, i in enumerate(items) if i is Ellipsis), None)
+    if ellipsis is not None:
+        items[ellipsis : ellipsis + 1] = [slice(None)] * (x.ndim - consuming)
+    else:
+        items += [slice(None)] * (x.ndim - consuming)
+    # Each None becomes a new size-1 axis of x indexed by a full slice.
+    new_axes = [k for k, i in enumerate(items) if i is None]
+    if new_axes:
+        x = lax.expand_dims(x, new_axes)
+        items = [slice(None) if i is None else i for i in items]
+    return x, items
+
+
+def getitem(x, idx):
+    x = asarray(x)
+    x, items = _normalize(x, idx)
+    advanced = [k for k, i in enumerate(items)
+                if isinstance(i, (np.ndarray, Tracer)) or (_is_int_scalar(i) and _has_arrays(items))]
+    # Basic indexing first: slices and (when no arrays are present) concrete ints.
+    squeeze = []
+    for axis, i in enumerate(items):
+        if axis in advanced:
+            continue
+        size = x.shape[axis]
+        if _is_int_scalar(i):
+            i = int(i)
+            if not -size <= i < size:
+                raise _error(IndexError, f"index {i} is out of bounds for axis {axis} with "
+                             f"size {size}")
+            i %= size
+            x = _slice_axis(x, axis, i, i + 1, 1)
+            squeeze.append(axis)
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(size)
+            if step > 0:
+                x = _slice_axis(x, axis, start, max(start, stop), step)
+            else:
+                positions = np.arange(start, stop, step, dtype=np.int64)
+                x = lax.gather(x, positions, axis)
+        else:
+            raise _error(NumbaxTypeError, f"unsupported index {i!r} of type "
+                         f"{type(i).__name__}; use ints, slices, None, ..., or integer arrays")
+    if advanced:
+        x = _advanced(x, items, advanced)
+        shift = len(_index_shape(items, advanced)) - len(advanced)
+        squeeze = [a if a < advanced[0] else a + shift for a in squeeze]
+    return lax.squeeze(x, squeeze)
+
+
+def _has_arrays(items) -> bool:
+    return any(isinstance(i, (np.ndarray, Tracer)) for i in items)
+
+
+def _slice_axis(x, axis, start, stop, step):
+    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    starts[axis], limits[axis], strides[axis] = start, stop, step
+    return lax.slice(x, starts, limits, strides)
+
+
+def _index_array(i, size, axis):
+    """An integer index array with negative entries wrapped (and checked, if concrete)."""
+    if isinstance(i, Tracer):
+        if not dtypes.is_integer(i.dtype):
+            raise _error(NumbaxTypeError, f"arrays used as indices must be of integer type, "
+                         f"got {i.dtype}")
+        index_dtype = i.dtype
+        return lax.select(lax.lt(i, np.asarray(0, index_dtype)),
+                          lax.add(i, np.asarray(size, index_dtype)), i)
+    i = np.asarray(i)
+    if not dtypes.is_integer(i.dtype):
+        raise _error(NumbaxTypeError, f"arrays used as indices must be of integer type, got "
+                     f"{i.dtype}")
+    if i.size and (i.min() < -size or i.max() >= size):
+        raise _error(IndexError, f"index out of bounds for axis {axis} with size {size}")
+    return np.where(i < 0, i + size, i).astype(np.int64)
+
+
+def _index_shape(items, advanced):
+    return broadcast_shapes(*[np.shape(items[a]) for a in advanced], operation="indexing")
+
+
+def _advanced(x, items, advanced):
+    shape = _index_shape(items, advanced)
+    indices = [_index_array(items[a], x.shape[a], a) for a in advanced]
+    indices = [lax.broadcast_to_rank(asarray(i), shape) if np.shape(i) != shape else i
+               for i in indices]
+    first = advanced[0]
+    if len(advanced) == 1:
+        return lax.gather(x, indices[0], first)
+    # Several arrays: move their axes to the front, flatten them into one, and gather
+    # with the linear index.
+    rest = [a for a in range(x.ndim) if a not in advanced]
+    moved = lax.transpose(x, advanced + rest)
+    sizes = [x.shape[a] for a in advanced]
+    flat = lax.reshape(moved, (int(np.prod(sizes, dtype=np.int64)),) + moved.shape[len(sizes):])
+    linear = None
+    for index, stride in zip(indices, np.cumprod([1] + sizes[::-1][:-1])[::-1]):
+        index = asarray(convert(index, dtypes.int64))
+        term = lax.mul(index, np.int64(stride)) if stride != 1 else index
+        linear = term if linear is None else lax.add(linear, term)
+    out = lax.gather(flat, linear, 0)
+    adjacent = advanced == list(range(first, first + len(advanced)))
+    if adjacent and first > 0:
+        k = len(shape)
+        order = list(range(k, k + first)) + list(range(k)) + list(range(k + first, out.ndim))
+        out = lax.transpose(out, order)
+    return out
+
+
+def _contains_tracer(idx) -> bool:
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return any(isinstance(i, Tracer) for i in items)
+
+
+def update(x, idx, values, mode: str):
+    """Functional ``x[idx] op= values``: a scatter into the flattened array."""
+    x = asarray(x)
+    if _contains_tracer(idx):
+        flat_positions = lax.reshape(lax.iota(dtypes.int64, (x.size,)), x.shape)
+        positions = getitem(flat_positions, idx)
+    else:
+        positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)[idx]
+    values = asarray(convert(operand(values), x.dtype))
+    target = np.shape(positions)
+    if broadcast_shapes(np.shape(values), target, operation=f".at[].{mode}") != target:
+        raise _error(ShapeError, f".at[].{mode}: values of shape {np.shape(values)} do not "
+                     f"broadcast to the indexed shape {target}")
+    values = lax.broadcast_to_rank(values, target)
+    count = int(np.prod(target, dtype=np.int64))
+    flat = lax.reshape(x, (x.size,))
+    out = lax.scatter(flat, lax.reshape(asarray(positions), (count,)),
+                      lax.reshape(values, (count,)), 0, mode)
+    return lax.reshape(out, x.shape)
+
+
+class IndexUpdateRef:
+    """``x.at[idx]``: functional updates that return a new array, as in JAX."""
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def get(self):
+        return getitem(self.array, self.index)
+
+    def set(self, values):
+        return update(self.array, self.index, values, "set")
+
+    def add(self, values):
+        return update(self.array, self.index, values, "add")
+
+    def multiply(self, values):
+        return update(self.array, self.index, values, "mul")
+
+    mul = multiply
+
+    def min(self, values):
+        return update(self.array, self.index, values, "min")
+
+    def max(self, values):
+        return update(self.array, self.index, values, "max")
+
+
+class IndexUpdateHelper:
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return IndexUpdateRef(self.array, index)
+
+
+def take(a, indices, axis=None, mode=None):
+    x = asarray(a)
+    if axis is None:
+        x, axis = lax.reshape(x, (x.size,)), 0
+    from .promote import normalize_axis
+
+    axis = normalize_axis(axis, x.ndim, "take")
+    return lax.gather(x, _index_array(operand(indices) if isinstance(indices, Tracer)
+                                      else np.asarray(indices), x.shape[axis], axis), axis)
+
+
+def take_along_axis(arr, indices, axis):
+    x = asarray(arr)
+    from .promote import normalize_axis
+
+    if axis is None:
+        x, axis = lax.reshape(x, (x.size,)), 0
+    axis = normalize_axis(axis, x.ndim, "take_along_axis")
+    indices = indices if isinstance(indices, Tracer) else np.asarray(indices)
+    if np.ndim(indices) != x.ndim:
+        raise _error(ShapeError, f"take_along_axis: indices and arr must have the same number "
+                     f"of dimensions ({np.ndim(indices)} vs {x.ndim})")
+    # Index every other axis with a broadcast iota, so this is one advanced index.
+    shape = broadcast_shapes(
+        tuple(d for k, d in enumerate(x.shape) if k != axis),
+        tuple(d for k, d in enumerate(np.shape(indices)) if k != axis),
+        operation="take_along_axis",
+    )
+    full_shape = list(shape)
+    full_shape.insert(axis, np.shape(indices)[axis])
+    items = []
+    for k in range(x.ndim):
+        if k == axis:
+            items.append(lax.broadcast_to_rank(asarray(indices), full_shape))
+        else:
+            items.append(lax.iota(dtypes.int64, full_shape, k))
+    return getitem(x, tuple(items))

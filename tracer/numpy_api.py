@@ -1,0 +1,158 @@
+"""``numbax.numpy``: the NumPy functions numbax traces, in one namespace.
+
+The same functions are reached from plain NumPy through ``__array_function__`` and
+``__array_ufunc__`` (see ``HANDLED_FUNCTIONS`` and ``HANDLED_UFUNCS``), so code written
+against ``numpy`` traces unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.dtypes import bool_, float32, float64, int32, int64  # noqa: F401
+from .creation import (  # noqa: F401
+    arange,
+    array,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    identity,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from .indexing import take, take_along_axis  # noqa: F401
+from .linalg import dot, einsum, inner, matmul, outer, tensordot, vdot  # noqa: F401
+from .promote import asarray  # noqa: F401
+from .reductions import (  # noqa: F401
+    amax,
+    amin,
+    argmax,
+    argmin,
+    cumsum,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from .shapes import (  # noqa: F401
+    array_split,
+    atleast_1d,
+    broadcast_arrays,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flip,
+    hstack,
+    moveaxis,
+    pad,
+    ravel,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+    vstack,
+)
+from .ufuncs import (  # noqa: F401
+    absolute,
+    add,
+    arctan2,
+    bitwise_and,
+    bitwise_or,
+    ceil,
+    clip,
+    cos,
+    cosh,
+    divide,
+    equal,
+    exp,
+    exp2,
+    expm1,
+    floor,
+    floor_divide,
+    fmod,
+    greater,
+    greater_equal,
+    invert,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    log,
+    log1p,
+    log2,
+    log10,
+    logaddexp,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    mod,
+    multiply,
+    negative,
+    not_equal,
+    positive,
+    power,
+    reciprocal,
+    remainder,
+    rint,
+    round,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    true_divide,
+    where,
+)
+
+abs = absolute
+round_ = round
+pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
+bool = bool_  # noqa: A001
+float_ = float64
+
+_UFUNC_NAMES = [
+    "absolute", "add", "arctan2", "bitwise_and", "bitwise_or", "ceil", "cos", "cosh",
+    "divide", "equal", "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "greater",
+    "greater_equal", "invert", "isfinite", "isinf", "isnan", "less", "less_equal", "log",
+    "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "maximum", "minimum", "multiply", "negative", "not_equal", "positive",
+    "power", "reciprocal", "remainder", "rint", "sign", "sin", "sinh", "sqrt", "square",
+    "subtract", "tan", "tanh",
+]  # fmt: skip
+HANDLED_UFUNCS = {getattr(np, name): globals()[name] for name in _UFUNC_NAMES}
+HANDLED_UFUNCS[np.true_divide] = true_divide
+HANDLED_UFUNCS[np.fabs] = absolute
+
+# ufunc.reduce for the ufuncs that have a reduction primitive.
+UFUNC_REDUCTIONS = {np.add: sum, np.multiply: prod, np.maximum: max, np.minimum: min}
+
+_FUNCTION_NAMES = [
+    "amax", "amin", "argmax", "argmin", "array_split", "atleast_1d", "broadcast_arrays",
+    "broadcast_to", "clip", "concatenate", "cumsum", "dot", "einsum", "empty_like",
+    "expand_dims", "flip", "full_like", "hstack", "inner", "matmul", "max", "mean", "min",
+    "moveaxis", "ones_like", "outer", "pad", "prod", "ravel", "reshape", "round", "split",
+    "squeeze", "stack", "std", "sum", "swapaxes", "take", "take_along_axis", "tensordot",
+    "transpose", "var", "vdot", "vstack", "where", "zeros_like",
+]  # fmt: skip
+HANDLED_FUNCTIONS = {getattr(np, name): globals()[name] for name in _FUNCTION_NAMES}
+HANDLED_FUNCTIONS[np.shape] = lambda a: tuple(a.shape)
+HANDLED_FUNCTIONS[np.ndim] = lambda a: a.ndim
+HANDLED_FUNCTIONS[np.size] = lambda a, axis=None: a.size if axis is None else a.shape[axis]
+HANDLED_UFUNCS[np.matmul] = matmul

@@ -1,0 +1,218 @@
+"""NumPy's shape functions over tracers: reshape, transpose, swapaxes, moveaxis,
+squeeze, expand_dims, broadcast_to, ravel, concatenate, stack, split, pad."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..ir.errors import ShapeError, UnsupportedFunctionError, at_line
+from . import lax
+from .promote import (
+    asarray,
+    broadcast_shapes,
+    convert,
+    normalize_axes,
+    normalize_axis,
+    operand,
+    result_type,
+)
+from .source_info import user_frame_info
+
+
+def _shape_error(message):
+    return ShapeError(at_line(message, user_frame_info()))
+
+
+def reshape(a, newshape=None, order="C", *, shape=None):
+    x = asarray(a)
+    target = shape if shape is not None else newshape
+    if order != "C":
+        raise UnsupportedFunctionError(at_line("reshape supports order='C' only",
+                                               user_frame_info()))
+    if isinstance(target, (int, np.integer)):
+        target = (int(target),)
+    target = [int(d) for d in target]
+    if target.count(-1) > 1:
+        raise _shape_error(f"reshape: can only specify one unknown dimension in {tuple(target)}")
+    if -1 in target:
+        known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+        if known == 0 or x.size % known:
+            raise _shape_error(f"reshape: cannot reshape array of shape {x.shape} into "
+                               f"{tuple(target)}")
+        target[target.index(-1)] = x.size // known
+    if int(np.prod(target, dtype=np.int64)) != x.size:
+        raise _shape_error(f"reshape: cannot reshape array of size {x.size} (shape {x.shape}) "
+                           f"into shape {tuple(target)}")
+    return lax.reshape(x, target)
+
+
+def ravel(a, order="C"):
+    x = asarray(a)
+    return reshape(x, (x.size,), order)
+
+
+def transpose(a, axes=None):
+    x = asarray(a)
+    if axes is None:
+        axes = tuple(reversed(range(x.ndim)))
+    axes = normalize_axes(tuple(axes), x.ndim, "transpose")
+    if len(axes) != x.ndim:
+        raise _shape_error(f"transpose: axes {axes} don't match an array of shape {x.shape}")
+    return lax.transpose(x, axes)
+
+
+def swapaxes(a, axis1, axis2):
+    x = asarray(a)
+    perm = list(range(x.ndim))
+    i, j = normalize_axis(axis1, x.ndim, "swapaxes"), normalize_axis(axis2, x.ndim, "swapaxes")
+    perm[i], perm[j] = perm[j], perm[i]
+    return lax.transpose(x, perm)
+
+
+def moveaxis(a, source, destination):
+    x = asarray(a)
+    source = normalize_axes(source, x.ndim, "moveaxis")
+    destination = normalize_axes(destination, x.ndim, "moveaxis")
+    if len(source) != len(destination):
+        raise _shape_error("moveaxis: source and destination need the same number of axes")
+    order = [i for i in range(x.ndim) if i not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return lax.transpose(x, order)
+
+
+def squeeze(a, axis=None):
+    x = asarray(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, x.ndim, "squeeze")
+        for i in axes:
+            if x.shape[i] != 1:
+                raise _shape_error(f"squeeze: cannot select an axis to squeeze out which has "
+                                   f"size not equal to one (axis {i} of shape {x.shape})")
+    return lax.squeeze(x, axes)
+
+
+def expand_dims(a, axis):
+    x = asarray(a)
+    ndim = x.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1)
+    return lax.expand_dims(x, normalize_axes(axis, ndim, "expand_dims"))
+
+
+def broadcast_to(array, shape):
+    x = asarray(array)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    if broadcast_shapes(x.shape, shape, operation="broadcast_to") != shape:
+        raise _shape_error(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
+    return lax.broadcast_to_rank(x, shape)
+
+
+def broadcast_arrays(*args):
+    xs = [asarray(a) for a in args]
+    shape = broadcast_shapes(*[x.shape for x in xs], operation="broadcast_arrays")
+    return [lax.broadcast_to_rank(x, shape) for x in xs]
+
+
+def atleast_1d(x):
+    x = asarray(x)
+    return lax.reshape(x, (1,)) if x.ndim == 0 else x
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    xs = [operand(a) for a in arrays]
+    if not xs:
+        raise _shape_error("concatenate needs at least one array")
+    target = dtype or result_type(*xs)
+    xs = [asarray(convert(x, target)) for x in xs]
+    if axis is None:
+        xs, axis = [lax.reshape(x, (x.size,)) for x in xs], 0
+    ndim = xs[0].ndim
+    if ndim == 0:
+        raise _shape_error("concatenate: zero-dimensional arrays cannot be concatenated")
+    axis = normalize_axis(axis, ndim, "concatenate")
+    for x in xs:
+        same_rank = x.ndim == ndim
+        if not same_rank or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape))
+                                if i != axis):
+            raise _shape_error(
+                "concatenate: all input array dimensions except the concatenation axis must "
+                f"match; got shapes {[tuple(v.shape) for v in xs]} along axis {axis}"
+            )
+    return lax.concatenate(xs, axis)
+
+
+def stack(arrays, axis=0):
+    xs = [asarray(a) for a in arrays]
+    if not xs:
+        raise _shape_error("stack needs at least one array")
+    if len({x.shape for x in xs}) != 1:
+        raise _shape_error(f"stack: all input arrays must have the same shape, got "
+                           f"{[tuple(x.shape) for x in xs]}")
+    axis = normalize_axis(axis, xs[0].ndim + 1, "stack")
+    return concatenate([lax.expand_dims(x, (axis,)) for x in xs], axis=axis)
+
+
+def hstack(arrays):
+    xs = [atleast_1d(a) for a in arrays]
+    return concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
+
+
+def vstack(arrays):
+    xs = [asarray(a) for a in arrays]
+    xs = [lax.reshape(x, (1, x.size)) if x.ndim < 2 else x for x in xs]
+    return concatenate(xs, axis=0)
+
+
+def split(ary, indices_or_sections, axis=0):
+    x = asarray(ary)
+    axis = normalize_axis(axis, x.ndim, "split")
+    size = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or size % sections:
+            raise _shape_error(f"split: array split does not result in an equal division "
+                               f"({size} into {sections})")
+        bounds = [i * (size // sections) for i in builtins.range(sections + 1)]
+    else:
+        bounds = [0] + [builtins.min(builtins.max(int(i), 0), size)
+                        for i in indices_or_sections] + [size]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        start = [0] * x.ndim
+        limit = list(x.shape)
+        start[axis], limit[axis] = lo, builtins.max(lo, hi)
+        out.append(lax.slice(x, start, limit))
+    return out
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    return split(ary, indices_or_sections, axis)
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    x = asarray(array)
+    if mode != "constant":
+        raise UnsupportedFunctionError(
+            at_line(f"pad: mode={mode!r} is not supported; numbax pads with mode='constant'",
+                    user_frame_info())
+        )
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    if (widths < 0).any():
+        raise _shape_error("pad: pad widths must be non-negative")
+    value = convert(operand(constant_values), x.dtype)
+    if np.shape(value) != ():
+        raise UnsupportedFunctionError(at_line("pad: constant_values must be a scalar",
+                                               user_frame_info()))
+    return lax.pad(x, value, widths.tolist())
+
+
+def flip(m, axis=None):
+    from .indexing import getitem
+
+    x = asarray(m)
+    axes = normalize_axes(axis, x.ndim, "flip")
+    return getitem(x, tuple(slice(None, None, -1) if i in axes else slice(None)
+                            for i in builtins.range(x.ndim)))

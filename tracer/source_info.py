@@ -1,0 +1,41 @@
+"""Find the user's file:line that is executing a numbax operation.
+
+Every equation records it, and every error message shows it. A frame is the user's
+when its file is not part of numbax's pipeline nor of NumPy (whose dispatch
+machinery sits between the user's ``np.sin(x)`` and our ``__array_function__``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INTERNAL_PREFIXES = tuple(
+    os.path.join(_PACKAGE_ROOT, folder) + os.sep
+    for folder in ("ir", "tracer", "transforms", "passes", "backends")
+) + (os.path.dirname(np.__file__) + os.sep,)
+_INTERNAL_FILES = frozenset(
+    os.path.join(_PACKAGE_ROOT, name) for name in ("__init__.py", "api.py", "nn.py", "lax.py")
+)
+
+
+def _is_internal(filename: str) -> bool:
+    return (
+        filename.startswith(_INTERNAL_PREFIXES)
+        or filename in _INTERNAL_FILES
+        or filename.startswith("<__array_function__")
+    )
+
+
+def user_frame_info() -> str | None:
+    """``file:line`` of the innermost frame outside numbax and NumPy."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_internal(filename):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None

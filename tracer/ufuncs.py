@@ -1,0 +1,328 @@
+"""NumPy's elementwise functions over tracers, as compositions of elementwise prims.
+
+Each function promotes its operands as NumPy 2 does (``promote_and_broadcast``), then
+binds. Transcendental functions of integers compute in float64, as NumPy does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.errors import UnsupportedFunctionError, at_line
+from . import lax
+from .promote import (
+    Scalar,
+    broadcast_shapes,
+    broadcast_to,
+    operand,
+    promote_and_broadcast,
+    result_type,
+    shape_of,
+)
+from .source_info import user_frame_info
+
+
+def _float_unary(prim_fn, name):
+    def fn(x):
+        x = operand(x)
+        dtype = dtypes.float_result_type(result_type(x))
+        (x,), _ = promote_and_broadcast(x, dtype=dtype, operation=name)
+        return prim_fn(x)
+
+    fn.__name__ = name
+    return fn
+
+
+def _same_unary(prim_fn, name):
+    def fn(x):
+        (x,), _ = promote_and_broadcast(x, operation=name)
+        return prim_fn(x)
+
+    fn.__name__ = name
+    return fn
+
+
+exp = _float_unary(lax.exp, "exp")
+log = _float_unary(lax.log, "log")
+log1p = _float_unary(lax.log1p, "log1p")
+expm1 = _float_unary(lax.expm1, "expm1")
+sin = _float_unary(lax.sin, "sin")
+cos = _float_unary(lax.cos, "cos")
+tanh = _float_unary(lax.tanh, "tanh")
+sqrt = _float_unary(lax.sqrt, "sqrt")
+negative = _same_unary(lax.neg, "negative")
+absolute = _same_unary(lax.abs, "absolute")
+sign = _same_unary(lax.sign, "sign")
+
+
+def _integral_identity_or(prim_fn, name):
+    """floor/ceil/round of an integer array is the array itself, as in NumPy."""
+
+    def fn(x):
+        (x,), _ = promote_and_broadcast(x, operation=name)
+        return prim_fn(x) if dtypes.is_float(x.dtype) else x
+
+    fn.__name__ = name
+    return fn
+
+
+floor = _integral_identity_or(lax.floor, "floor")
+ceil = _integral_identity_or(lax.ceil, "ceil")
+rint = _integral_identity_or(lax.round, "rint")
+
+
+def round(x, decimals=0):
+    if decimals == 0:
+        return rint(x)
+    (x,), _ = promote_and_broadcast(x, operation="round")
+    scale = 10.0**decimals
+    return lax.div(lax.round(lax.mul(x, _typed(scale, x.dtype))), _typed(scale, x.dtype))
+
+
+def positive(x):
+    return operand(x)
+
+
+def logical_not(x):
+    return lax.logical_not(_to_bool(x))
+
+
+def invert(x):
+    (x,), _ = promote_and_broadcast(x, operation="invert")
+    return lax.logical_not(x)
+
+
+def square(x):
+    (x,), _ = promote_and_broadcast(x, operation="square")
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x):
+    (x,), _ = promote_and_broadcast(x, operation="reciprocal")
+    return lax.div(_typed(1, x.dtype), x)
+
+
+def tan(x):
+    x = _as_float(x, "tan")
+    return lax.div(lax.sin(x), lax.cos(x))
+
+
+def sinh(x):
+    x = _as_float(x, "sinh")
+    half = _typed(0.5, x.dtype)
+    return lax.mul(half, lax.sub(lax.exp(x), lax.exp(lax.neg(x))))
+
+
+def cosh(x):
+    x = _as_float(x, "cosh")
+    half = _typed(0.5, x.dtype)
+    return lax.mul(half, lax.add(lax.exp(x), lax.exp(lax.neg(x))))
+
+
+def log2(x):
+    x = _as_float(x, "log2")
+    return lax.div(lax.log(x), _typed(math.log(2.0), x.dtype))
+
+
+def log10(x):
+    x = _as_float(x, "log10")
+    return lax.div(lax.log(x), _typed(math.log(10.0), x.dtype))
+
+
+def exp2(x):
+    x = _as_float(x, "exp2")
+    return lax.exp(lax.mul(x, _typed(math.log(2.0), x.dtype)))
+
+
+def arctan2(y, x):
+    (y, x), _ = promote_and_broadcast(
+        y, x, dtype=dtypes.float_result_type(result_type(y, x)), operation="arctan2"
+    )
+    return lax.atan2(y, x)
+
+
+def _binary(prim_fn, name):
+    def fn(x, y):
+        (x, y), _ = promote_and_broadcast(x, y, operation=name)
+        return prim_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+add = _binary(lax.add, "add")
+subtract = _binary(lax.sub, "subtract")
+multiply = _binary(lax.mul, "multiply")
+maximum = _binary(lax.max, "maximum")
+minimum = _binary(lax.min, "minimum")
+fmod = _binary(lax.rem, "fmod")
+equal = _binary(lax.eq, "equal")
+not_equal = _binary(lax.ne, "not_equal")
+less = _binary(lax.lt, "less")
+less_equal = _binary(lax.le, "less_equal")
+greater = _binary(lax.gt, "greater")
+greater_equal = _binary(lax.ge, "greater_equal")
+bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
+bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
+
+
+def true_divide(x, y):
+    dtype = dtypes.float_result_type(result_type(operand(x), operand(y)))
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="divide")
+    return lax.div(x, y)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y):
+    is_float = dtypes.is_float(result_type(operand(x), operand(y)))
+    (x, y), _ = promote_and_broadcast(x, y, operation="floor_divide")
+    if is_float:
+        return lax.floor(lax.div(x, y))
+    quotient = lax.div(x, y)  # truncates toward zero
+    remainder = lax.rem(x, y)
+    zero = _typed(0, remainder.dtype)
+    adjust = lax.bitwise_and(lax.ne(remainder, zero), lax.ne(lax.lt(remainder, zero),
+                                                             lax.lt(y, _typed(0, remainder.dtype))))
+    return lax.select(adjust, lax.sub(quotient, _typed(1, quotient.dtype)), quotient)
+
+
+def remainder(x, y):
+    """Python's modulo: the result takes the sign of the divisor, as np.remainder."""
+    (x, y), _ = promote_and_broadcast(x, y, operation="remainder")
+    r = lax.rem(x, y)
+    zero = _typed(0, r.dtype)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select(fix, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def power(x, y):
+    x, y = operand(x), operand(y)
+    exponent = _static_integer(y)
+    if exponent is not None and (exponent >= 0 or dtypes.is_float(result_type(x, y))):
+        (x,), _ = promote_and_broadcast(x, dtype=result_type(x, y), operation="power")
+        return lax.integer_pow(x, exponent)
+    dtype = result_type(x, y)
+    if not dtypes.is_float(dtype):
+        raise UnsupportedFunctionError(
+            at_line(
+                "power of integer arrays with an array exponent is not supported; convert "
+                "the base to float (x.astype(float)) or use a Python int exponent",
+                user_frame_info(),
+            )
+        )
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="power")
+    return lax.pow(x, y)
+
+
+def _static_integer(y):
+    """A Python or concrete NumPy scalar exponent with an integer value, else None."""
+    if isinstance(y, bool):
+        return None
+    if isinstance(y, int):
+        return y
+    if isinstance(y, float) and y.is_integer() and abs(y) <= 64:
+        return int(y)
+    if isinstance(y, (np.ndarray, np.generic)) and np.shape(y) == () and y.dtype.kind in "iu":
+        return int(y)
+    return None
+
+
+def logical_and(x, y):
+    return lax.bitwise_and(*promote_and_broadcast(_to_bool(x), _to_bool(y))[0])
+
+
+def logical_or(x, y):
+    return lax.bitwise_or(*promote_and_broadcast(_to_bool(x), _to_bool(y))[0])
+
+
+def logical_xor(x, y):
+    return lax.ne(*promote_and_broadcast(_to_bool(x), _to_bool(y))[0])
+
+
+def logaddexp(x, y):
+    """log(exp(x) + exp(y)) without overflow: max + log1p(exp(-|x - y|))."""
+    dtype = dtypes.float_result_type(result_type(operand(x), operand(y)))
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="logaddexp")
+    big = lax.max(x, y)
+    diff = lax.sub(x, y)
+    finite = lax.log1p(lax.exp(lax.neg(lax.abs(diff))))
+    # Equal infinities make diff NaN; log(2) is the exact answer there and whenever x == y.
+    tail = lax.select(lax.eq(x, y), _typed(math.log(2.0), dtype), finite)
+    return lax.add(big, tail)
+
+
+def where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise UnsupportedFunctionError(
+            at_line(
+                "numpy.where(condition) with one argument returns data-dependent indices; "
+                "use the three-argument form numpy.where(condition, x, y)",
+                user_frame_info(),
+            )
+        )
+    condition = _to_bool(condition)
+    x, y = operand(x), operand(y)
+    shape = broadcast_shapes(shape_of(condition), shape_of(x), shape_of(y), operation="where")
+    (x, y), _ = promote_and_broadcast(x, y, operation="where")
+    condition, x, y = (v if shape_of(v) == () else broadcast_to(v, shape) for v in (condition, x, y))
+    return lax.select(condition, x, y)
+
+
+def clip(x, a_min=None, a_max=None):
+    out = operand(x)
+    if a_min is not None:
+        out = maximum(out, a_min)
+    if a_max is not None:
+        out = minimum(out, a_max)
+    return out
+
+
+def isnan(x):
+    x = operand(x)
+    return not_equal(x, x) if dtypes.is_float(result_type(x)) else _full_bool(x, False)
+
+
+def isinf(x):
+    x = operand(x)
+    if not dtypes.is_float(result_type(x)):
+        return _full_bool(x, False)
+    return equal(absolute(x), np.inf)
+
+
+def isfinite(x):
+    x = operand(x)
+    if not dtypes.is_float(result_type(x)):
+        return _full_bool(x, True)
+    return less(absolute(x), np.inf)
+
+
+def _full_bool(x, value):
+    return lax.full(shape_of(x), value, dtypes.bool_)
+
+
+def _to_bool(x):
+    x = operand(x)
+    if isinstance(x, Scalar):
+        return bool(x)
+    if result_type(x) == dtypes.bool_:
+        return x
+    return not_equal(x, 0)
+
+
+def _as_float(x, name):
+    x = operand(x)
+    dtype = dtypes.float_result_type(result_type(x))
+    (x,), _ = promote_and_broadcast(x, dtype=dtype, operation=name)
+    return x
+
+
+def _typed(value, dtype):
+    return np.asarray(value).astype(dtype)
