@@ -1,7 +1,7 @@
 """Tracing: Python functions over arrays become jaxprs."""
 
 from . import array_methods
-from .core import Trace, Tracer, bind, current_trace, new_trace, trace_flat
+from .core import Trace, Tracer, bind, current_trace, new_trace, replay, trace_flat
 from .pytree import (
     PyTreeDef,
     register_pytree_node,
@@ -21,6 +21,7 @@ __all__ = [
     "bind",
     "current_trace",
     "new_trace",
+    "replay",
     "register_pytree_node",
     "trace_flat",
     "tree_flatten",

@@ -247,3 +247,23 @@ class Tracer:
 
     def tolist(self):
         return self.concrete_value(".tolist() of a traced value").tolist()
+
+
+def replay(jaxpr: Jaxpr, consts, args) -> list:
+    """Evaluate ``jaxpr`` by binding each equation: inside a trace this re-records the
+    program (how transforms emit rewritten programs); outside, it runs eagerly."""
+    env: dict = {}
+
+    def read(atom):
+        return atom.val if isinstance(atom, Literal) else env[atom]
+
+    for var, value in zip(jaxpr.constvars, consts, strict=True):
+        env[var] = value
+    for var, value in zip(jaxpr.invars, args, strict=True):
+        env[var] = value
+    for eqn in jaxpr.eqns:
+        outs = bind(eqn.prim, *map(read, eqn.inputs), **eqn.params)
+        outs = outs if eqn.prim.multiple_results else [outs]
+        for var, value in zip(eqn.outputs, outs, strict=True):
+            env[var] = value
+    return [read(v) for v in jaxpr.outvars]
