@@ -1,0 +1,13 @@
+"""numbax's benchmark suite: `python -m benchmarks --help`. Not shipped in the wheel.
+
+programs.py        the programs, written once in NumPy style (plus hand-written derivatives)
+workloads.py       each program with its inputs, sizes, bytes/FLOPs and check against NumPy
+numba_kernels.py   the hand-written Numba loops
+implementation.py  what a peer hands the runner: one row
+peers.py           how numbax (through one adapter) and each peer make those rows
+cold_start.py      the new-process compile-latency workload (also the program it runs)
+timing.py          the measuring method
+runner.py          build, check against NumPy, time; then the derived figures
+report.py          table, results.json, results.md, RESULTS.md; chart.py the PNG
+machine.py         the machine and versions a run measured
+"""

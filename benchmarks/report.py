@@ -1,0 +1,209 @@
+"""What a run produces: the table on stdout, results.json, results.md, and RESULTS.md's section."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .machine import one_line, software_line
+from .runner import OK, WorkloadResult, bandwidth_ceiling
+from .timing import format_seconds, format_spread
+
+RESULTS_MD = Path(__file__).resolve().parent / "RESULTS.md"
+
+METHOD = (
+    "median over samples after warm-up (first call excluded; it compiles), spread min–max; "
+    "each sample is enough back-to-back calls to last a minimum time, each call synchronised "
+    "(JAX block_until_ready, CUDA synchronize); every implementation checked against NumPy "
+    "before it is timed. GB/s = bytes read + written by an ideal implementation / time; "
+    "'ceiling' = that GB/s over the best large-copy GB/s; 'vs best peer' = time / time of the "
+    "fastest implementation that is not numbax."
+)
+
+COLUMNS = (
+    "workload",
+    "implementation",
+    "median",
+    "min–max",
+    "throughput",
+    "ceiling",
+    "vs best peer",
+    "status",
+)
+
+
+def _format_ratio(ratio: float) -> str:
+    # Two decimals hide a ratio far below 1 (a compile 1000x faster reads 0.00x).
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
+
+
+def _cells(result: WorkloadResult) -> list[list[str]]:
+    workload, lines = result.workload, []
+    for index, row in enumerate(result.rows):
+        name = workload.name if index == 0 else ""
+        if row.status != OK:
+            lines.append(
+                [name, row.implementation, "—", "—", "—", "—", "—", f"{row.status}: {row.reason}"]
+            )
+            continue
+        throughput = "—"
+        if row.gb_per_s is not None:
+            throughput = f"{row.gb_per_s:.3g} GB/s"
+        elif row.gflop_per_s is not None:
+            throughput = f"{row.gflop_per_s:.3g} GFLOP/s"
+        ceiling = "—" if row.fraction_of_ceiling is None else f"{row.fraction_of_ceiling:.0%}"
+        ratio = "—" if row.ratio_to_best_peer is None else _format_ratio(row.ratio_to_best_peer)
+        timing = row.timing
+        lines.append(
+            [
+                name,
+                row.implementation,
+                format_seconds(timing.median_s),
+                format_spread(timing),
+                throughput,
+                ceiling,
+                ratio,
+                OK,
+            ]
+        )
+    return lines
+
+
+def _header_lines(results: list[WorkloadResult], machine: dict, options: dict) -> list[str]:
+    ceiling = bandwidth_ceiling(results)
+    ceiling_text = (
+        f"{ceiling[0]:.3g} GB/s ({ceiling[1]} copy)"
+        if ceiling
+        else "not measured (run the bandwidth workload)"
+    )
+    scale = "quick (smoke-test sizes)" if options["quick"] else "full sizes"
+    return [
+        f"backend: {options['backend']}, {scale}",
+        f"machine: {one_line(machine)}",
+        f"software: {software_line(machine)}",
+        f"bandwidth ceiling: {ceiling_text}",
+        f"method: {METHOD}",
+    ]
+
+
+def _truncate(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_table(results: list[WorkloadResult], machine: dict, options: dict) -> str:
+    """The plain-text table for the terminal; long reasons are cut, results.json has them."""
+    groups = [
+        (result, [[*line[:-1], _truncate(line[-1], 90)] for line in _cells(result)])
+        for result in results
+    ]
+    body = [line for _, lines in groups for line in lines]
+    widths = [max(len(line[i]) for line in [COLUMNS, *body]) for i in range(len(COLUMNS))]
+
+    def render(line):
+        cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
+        return "  ".join(cells).rstrip()
+
+    text = [*_header_lines(results, machine, options), "", render(COLUMNS)]
+    text.append("  ".join("-" * width for width in widths))
+    for result, lines in groups:
+        text.append(f"{'':{widths[0]}}  # {result.workload.title}, {result.workload.size}")
+        text.extend(render(line) for line in lines)
+    return "\n".join(text)
+
+
+def _escape_markdown(cell: str) -> str:
+    return cell.replace("|", "\\|")
+
+
+def format_markdown(results: list[WorkloadResult], machine: dict, options: dict) -> str:
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    lines = [
+        f"Run of {date}: `python -m benchmarks --backend {options['backend']}"
+        f"{' --quick' if options['quick'] else ''}`",
+        "",
+    ]
+    lines += [f"- {line}" for line in _header_lines(results, machine, options)]
+    lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for result in results:
+        for line in _cells(result):
+            if line[0]:
+                line[0] = f"**{line[0]}** ({result.workload.size})"
+            lines.append("| " + " | ".join(_escape_markdown(cell) for cell in line) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(results: list[WorkloadResult], machine: dict, options: dict) -> dict:
+    ceiling = bandwidth_ceiling(results)
+    workloads = []
+    for result in results:
+        workload = result.workload
+        rows = []
+        for row in result.rows:
+            entry = {
+                "implementation": row.implementation,
+                "status": row.status,
+                "reason": row.reason,
+                "is_numbax": row.is_numbax,
+            }
+            if row.timing is not None:
+                q1, q3 = row.timing.quartiles_s
+                entry |= {
+                    "median_s": row.timing.median_s,
+                    "min_s": row.timing.min_s,
+                    "max_s": row.timing.max_s,
+                    "q1_s": q1,
+                    "q3_s": q3,
+                    "samples_s": list(row.timing.samples_s),
+                    "calls_per_sample": row.timing.calls_per_sample,
+                    "gb_per_s": row.gb_per_s,
+                    "gflop_per_s": row.gflop_per_s,
+                    "fraction_of_ceiling": row.fraction_of_ceiling,
+                    "ratio_to_best_peer": row.ratio_to_best_peer,
+                }
+            rows.append(entry)
+        workloads.append(
+            {
+                "name": workload.name,
+                "title": workload.title,
+                "size": workload.size,
+                "style": workload.style,
+                "bytes_moved": workload.bytes_moved,
+                "flops": workload.flops,
+                "wall_s": result.wall_s,
+                "rows": rows,
+            }
+        )
+    return {
+        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "options": options,
+        "machine": machine,
+        "method": METHOD,
+        "bandwidth_ceiling": (
+            None if ceiling is None else {"gb_per_s": ceiling[0], "implementation": ceiling[1]}
+        ),
+        "workloads": workloads,
+    }
+
+
+def write_outputs(results, machine: dict, options: dict, out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md"}
+    paths["json"].write_text(json.dumps(to_json(results, machine, options), indent=2) + "\n")
+    paths["markdown"].write_text(format_markdown(results, machine, options))
+    return paths
+
+
+def _markers(section: str) -> tuple[str, str]:
+    return f"<!-- results:{section}:begin -->", f"<!-- results:{section}:end -->"
+
+
+def update_results_md(markdown: str, section: str, path: Path = RESULTS_MD) -> None:
+    """Replace the text between the section's markers in RESULTS.md, leaving the rest."""
+    begin, end = _markers(section)
+    text = path.read_text()
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"{path} has no '{begin}' ... '{end}' markers; restore them first")
+    path.write_text(pattern.sub(lambda _: f"{begin}\n{markdown}{end}", text, count=1))
