@@ -1,0 +1,109 @@
+"""Tracing a user's function for a transform: pytrees in and out, concrete when it can.
+
+``grad(f)(x)`` on arrays traces ``f`` with a *concrete* trace (each tracer carries its
+value, so Python ``if``/``while`` on array values work: define-by-run). Under ``jit``
+the arguments are abstract tracers and so is the trace. A jitted function is always
+traced abstractly: it cannot branch on values anyway, and its call then stays one
+``jit_call`` that the transform splits into compiled halves, instead of being run once
+while tracing and again in the transformed program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.core import ClosedJaxpr, Literal, ShapedArray, Var
+from ..ir.errors import NumbaxTypeError, at_line
+from ..tracer.core import Tracer, new_trace
+from ..tracer.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ..tracer.source_info import user_frame_info
+
+
+@dataclass
+class Traced:
+    closed: ClosedJaxpr
+    in_tree: PyTreeDef
+    out_tree: PyTreeDef
+    leaves: list  # the flat arguments, as arrays or tracers of an enclosing trace
+    # With ``keep_values`` and a concrete trace: every var's value (invars, constvars,
+    # equation outputs), so the forward need not be computed again.
+    values: dict[Var, object] | None = None
+
+    def output_values(self) -> list | None:
+        """The outputs' values, when the trace kept them all."""
+        if self.values is None:
+            return None
+        outs = [
+            v.val if isinstance(v, Literal) else self.values.get(v)
+            for v in self.closed.jaxpr.outvars
+        ]
+        return None if any(out is None for out in outs) else outs
+
+
+def leaf_aval(leaf) -> tuple[ShapedArray, bool]:
+    """The abstract value of an argument leaf, and whether it is weakly typed (a Python
+    scalar promotes like one, NEP 50)."""
+    if isinstance(leaf, Tracer):
+        return leaf.aval, leaf.weak_type
+    if isinstance(leaf, (bool, int, float)):
+        return ShapedArray((), dtypes.result_type(leaf)), True
+    array = np.asarray(leaf)
+    if array.dtype == object:
+        raise NumbaxTypeError(
+            at_line(f"argument of type {type(leaf).__name__} is not an array", user_frame_info())
+        )
+    return ShapedArray(array.shape, array.dtype), False
+
+
+def as_operand(leaf, aval: ShapedArray):
+    """An argument leaf as something ``bind`` takes: a tracer, or an array of ``aval``."""
+    if isinstance(leaf, Tracer):
+        return leaf
+    if isinstance(leaf, np.ndarray) and leaf.dtype == aval.dtype:
+        return leaf
+    return np.asarray(leaf, dtype=aval.dtype)
+
+
+def needs_concrete_values(fun) -> bool:
+    return getattr(fun, "needs_concrete_values", True)
+
+
+def trace_function(
+    fun: Callable, args: tuple, kwargs: dict | None = None, keep_values: bool = False
+) -> Traced:
+    """Trace ``fun(*args, **kwargs)`` over the leaves of ``(args, kwargs)``."""
+    leaves, in_tree = tree_flatten((tuple(args), kwargs or {}))
+    avals_weak = [leaf_aval(leaf) for leaf in leaves]
+    operands = [as_operand(leaf, a) for leaf, (a, _) in zip(leaves, avals_weak, strict=True)]
+    out_tree_box = []
+
+    def flat_fun(*tracers):
+        for tracer, (_, weak) in zip(tracers, avals_weak, strict=True):
+            tracer.weak_type = weak
+        call_args, call_kwargs = tree_unflatten(in_tree, tracers)
+        out_leaves, out_tree = tree_flatten(fun(*call_args, **call_kwargs))
+        out_tree_box.append(out_tree)
+        return out_leaves
+
+    values = [x._value if isinstance(x, Tracer) else x for x in operands]
+    concrete = needs_concrete_values(fun) and all(v is not None for v in values)
+    with new_trace(concrete) as trace:
+        if concrete and keep_values:
+            trace.values = {}
+        args = [
+            trace.new_arg(a, v if concrete else None)
+            for (a, _), v in zip(avals_weak, values, strict=True)
+        ]
+        closed = trace.to_jaxpr(flat_fun(*args))
+    kept = trace.values
+    if kept is not None:
+        kept.update(zip(closed.jaxpr.invars, values, strict=True))
+        kept.update(
+            (var, c._value if isinstance(c, Tracer) else c)
+            for var, c in zip(closed.jaxpr.constvars, closed.consts, strict=True)
+        )
+    return Traced(closed, in_tree, out_tree_box[0], operands, kept)

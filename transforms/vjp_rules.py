@@ -1,0 +1,277 @@
+"""Reverse-mode rules, one per differentiable primitive.
+
+``vjp_rules[prim](primals, wrt, **params) -> (outs, backward)``: bind the primitive in
+the forward trace and return a closure ``backward(out_cotangents) -> in_cotangents``
+(``None`` = zero) that the backward pass calls later; what it reads of the forward is
+what the VJP saves. ``wrt`` marks the operands that need a cotangent (call-like rules
+use it to specialise their sub-jaxpr; the others compute every cotangent and let dead
+code elimination drop the unused ones).
+
+Most primitives have one output; their rule is written as ``transpose(ct, *operands,
+out, **params) -> operand cotangents`` and wrapped by ``single_output``.
+"""
+
+from __future__ import annotations
+
+from ..ir.primitive import PRIMITIVES, Primitive
+from ..tracer import lax
+from ..tracer.core import bind
+from . import derivatives as d
+
+vjp_rules: dict[Primitive, callable] = {}
+P = PRIMITIVES
+
+
+def single_output(prim: Primitive, transpose):
+    def rule(primals, wrt, **params):
+        out = bind(prim, *primals, **params)
+        return [out], lambda cts: transpose(cts[0], *primals, out, **params)
+
+    return rule
+
+
+def register(name: str, transpose) -> None:
+    vjp_rules[P[name]] = single_output(P[name], transpose)
+
+
+def elementwise(partials):
+    def transpose(ct, *operands_and_out, **params):
+        operands = operands_and_out[:-1]
+        return [
+            None if partial is None else d.unbroadcast(partial(ct, *operands_and_out, **params), x)
+            for partial, x in zip(partials, operands, strict=True)
+        ]
+
+    return transpose
+
+
+for _name, _partials in d.ELEMENTWISE.items():
+    register(_name, elementwise(_partials))
+
+
+def _convert_element_type(ct, x, out, *, new_dtype):
+    # A cotangent flows back only between float dtypes, converted to the operand's.
+    return [lax.convert_element_type(ct, d.aval(x).dtype) if d.has_tangent(d.aval(x)) else None]
+
+
+register("convert_element_type", _convert_element_type)
+
+# --------------------------------------------------------------------------------------
+# Structural: each rule is the transpose of a linear map.
+
+
+def _broadcast_in_dim(ct, x, out, *, shape, broadcast_dimensions):
+    # Sum over the new axes and over the size-1 axes that were stretched.
+    x_shape = d.aval(x).shape
+    stretched = [
+        out_dim
+        for in_dim, out_dim in enumerate(broadcast_dimensions)
+        if x_shape[in_dim] == 1 and shape[out_dim] != 1
+    ]
+    new = [i for i in range(len(shape)) if i not in broadcast_dimensions]
+    return [lax.reshape(lax.reduce_sum(ct, new + stretched), x_shape)]
+
+
+register("broadcast_in_dim", _broadcast_in_dim)
+register("reshape", lambda ct, x, out, *, new_sizes: [lax.reshape(ct, d.aval(x).shape)])
+register("squeeze", lambda ct, x, out, *, dimensions: [lax.reshape(ct, d.aval(x).shape)])
+register("expand_dims", lambda ct, x, out, *, dimensions: [lax.reshape(ct, d.aval(x).shape)])
+
+
+def _transpose(ct, x, out, *, permutation):
+    inverse = sorted(range(len(permutation)), key=lambda i: permutation[i])
+    return [lax.transpose(ct, inverse)]
+
+
+register("transpose", _transpose)
+
+
+def _slice(ct, x, out, *, start_indices, limit_indices, strides):
+    # Put the slice back in place among zeros: spread strided axes apart, then pad.
+    x_shape = d.aval(x).shape
+    if 0 in d.aval(ct).shape:
+        return [lax.zeros_like_aval(d.aval(x))]
+    for axis, stride in enumerate(strides):
+        if stride > 1:
+            ct = _interleave_zeros(ct, axis, stride)
+    config = [
+        (start, size - start - extent)
+        for start, size, extent in zip(start_indices, x_shape, d.aval(ct).shape, strict=True)
+    ]
+    return [lax.pad(ct, d.typed(0, ct), config)]
+
+
+def _interleave_zeros(t, axis: int, stride: int):
+    """``stride - 1`` zeros after each element along ``axis`` (none after the last)."""
+    shape = d.aval(t).shape
+    n = shape[axis]
+    spread = lax.pad(
+        lax.expand_dims(t, (axis + 1,)),
+        d.typed(0, t),
+        [(0, 0)] * (axis + 1) + [(0, stride - 1)] + [(0, 0)] * (len(shape) - axis - 1),
+    )
+    flat = lax.reshape(spread, shape[:axis] + (n * stride,) + shape[axis + 1 :])
+    limit = list(shape)
+    limit[axis] = (n - 1) * stride + 1
+    return lax.slice(flat, [0] * len(shape), limit)
+
+
+register("slice", _slice)
+
+
+def _concatenate(ct, *operands_and_out, dimension):
+    operands = operands_and_out[:-1]
+    cts, start = [], 0
+    shape = d.aval(ct).shape
+    for x in operands:
+        size = d.aval(x).shape[dimension]
+        starts = [0] * len(shape)
+        limits = list(shape)
+        starts[dimension], limits[dimension] = start, start + size
+        cts.append(lax.slice(ct, starts, limits))
+        start += size
+    return cts
+
+
+register("concatenate", _concatenate)
+
+
+def _pad(ct, x, padding_value, out, *, padding_config):
+    x_shape = d.aval(x).shape
+    starts = [lo for lo, _ in padding_config]
+    inner = lax.slice(ct, starts, [lo + n for lo, n in zip(starts, x_shape, strict=True)])
+    every_axis = range(len(x_shape))
+    # Each padded position holds the padding value: its cotangent is the rest of the sum.
+    padding_ct = lax.reduce_sum(ct, every_axis) - lax.reduce_sum(inner, every_axis)
+    return [inner, padding_ct]
+
+
+register("pad", _pad)
+
+
+def _dynamic_slice(ct, x, *starts_and_out, slice_sizes):
+    starts = starts_and_out[:-1]
+    zeros = lax.zeros_like_aval(d.aval(x))
+    return [lax.dynamic_update_slice(zeros, ct, starts)] + [None] * len(starts)
+
+
+register("dynamic_slice", _dynamic_slice)
+
+
+def _dynamic_update_slice(ct, x, update, *starts_and_out):
+    starts = starts_and_out[:-1]
+    update_aval = d.aval(update)
+    ct_x = lax.dynamic_update_slice(ct, lax.zeros_like_aval(update_aval), starts)
+    ct_update = lax.dynamic_slice(ct, starts, update_aval.shape)
+    return [ct_x, ct_update] + [None] * len(starts)
+
+
+register("dynamic_update_slice", _dynamic_update_slice)
+
+
+def _gather(ct, x, indices, out, *, axis):
+    # Repeated indices read one entry several times: their cotangents add up.
+    return [lax.scatter(lax.zeros_like_aval(d.aval(x)), indices, ct, axis, "add"), None]
+
+
+register("gather", _gather)
+
+
+def _scatter(ct, x, indices, updates, out, *, axis, mode):
+    if mode == "add":
+        return [ct, None, lax.gather(ct, indices, axis)]
+    if mode == "set":
+        # Overwritten entries of x get nothing; of repeated indices only the update
+        # written last reaches the output.
+        ct_x = lax.scatter(ct, indices, lax.zeros_like_aval(d.aval(updates)), axis, "set")
+        winner = _last_writer_mask(indices, d.aval(x).shape[axis])
+        spread = lax.broadcast_in_dim(
+            winner, d.aval(updates).shape, range(axis, axis + d.aval(indices).ndim)
+        )
+        ct_updates = lax.select(spread, lax.gather(ct, indices, axis), d.typed(0, ct))
+        return [ct_x, None, ct_updates]
+    if mode in ("max", "min"):
+        x_weight, updates_weight = d.scatter_chooser_weights(x, indices, updates, out, axis)
+        return [ct * x_weight, None, lax.gather(ct, indices, axis) * updates_weight]
+    raise d.scatter_mode_error(mode)
+
+
+def _last_writer_mask(indices, size: int):
+    """Which positions of ``indices`` win a ``set`` scatter (the last of duplicates):
+    scatter each position's own number, read back what stayed."""
+    index_aval = d.aval(indices)
+    ids = lax.reshape(lax.iota(index_aval.dtype, (index_aval.size,)), index_aval.shape)
+    owners = lax.scatter(lax.full((size,), -1, index_aval.dtype), indices, ids, 0, "set")
+    return lax.gather(owners, indices, 0) == ids
+
+
+register("scatter", _scatter)
+
+# --------------------------------------------------------------------------------------
+# Reductions and contractions
+
+
+def _spread(ct, x, axes):
+    """A reduced cotangent broadcast back over the reduced axes."""
+    shape = d.aval(x).shape
+    return lax.broadcast_in_dim(ct, shape, [i for i in range(len(shape)) if i not in axes])
+
+
+register("reduce_sum", lambda ct, x, out, *, axes: [_spread(ct, x, axes)])
+register(
+    "reduce_max",
+    lambda ct, x, out, *, axes: [_spread(ct, x, axes) * d.reduce_chooser_weights(x, out, axes)],
+)
+register(
+    "reduce_min",
+    lambda ct, x, out, *, axes: [_spread(ct, x, axes) * d.reduce_chooser_weights(x, out, axes)],
+)
+register(
+    "reduce_prod",
+    lambda ct, x, out, *, axes: [_spread(ct, x, axes) * d.reduce_prod_partials(x, axes)],
+)
+register("cumsum", lambda ct, x, out, *, axis, reverse: [lax.cumsum(ct, axis, not reverse)])
+
+
+def _ranges_like(*lists):
+    start = 0
+    for items in lists:
+        yield list(range(start, start + len(items)))
+        start += len(items)
+
+
+def _remaining(ndim, *removed):
+    taken = {i for dims in removed for i in dims}
+    return [i for i in range(ndim) if i not in taken]
+
+
+def _dot_transpose_lhs(ct, x, y, dimension_numbers, swap_ans=False):
+    """The cotangent of dot_general's lhs: contract ``ct`` with ``y`` over y's free and
+    batch dims, then put the axes back in x's order (as jax.lax's transpose rule)."""
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_ndim, y_ndim = d.aval(x).ndim, d.aval(y).ndim
+    x_kept = _remaining(x_ndim, x_contract, x_batch)
+    y_kept = _remaining(y_ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((ans_y, y_kept), (ans_batch, list(y_batch)))
+    x_contract_by_y = [
+        x_contract[i] for i in sorted(range(len(y_contract)), key=lambda i: y_contract[i])
+    ]
+    order = list(x_batch) + x_kept + x_contract_by_y
+    inverse = sorted(range(len(order)), key=lambda i: order[i])
+    return lax.transpose(lax.dot_general(ct, y, dims), inverse)
+
+
+def _dot_general(ct, x, y, out, *, dimension_numbers):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return [
+        _dot_transpose_lhs(ct, x, y, dimension_numbers),
+        _dot_transpose_lhs(ct, y, x, swapped, swap_ans=True),
+    ]
+
+
+register("dot_general", _dot_general)
