@@ -2,8 +2,10 @@
 
 ``jit_call`` calls a closure-converted jaxpr (no constvars: captured values are
 passed as leading operands). ``checkpoint`` has the same form; only its VJP differs.
-Their reference implementation interprets the sub-jaxpr; the public API replaces the
-implementation of ``jit_call`` with one that compiles (see ``set_impl``).
+``custom_vjp_call`` is a call too, carrying the user's forward and backward jaxprs for
+reverse mode (see its comment). Their reference implementation interprets the
+sub-jaxpr; the public API replaces the implementation of ``jit_call`` with one that
+compiles (see ``set_impl``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,35 @@ jit_call_p = register(
 )
 checkpoint_p = register(
     "checkpoint", Pattern.CONTROL, _call_rule("checkpoint"), _call_impl, multiple_results=True
+)
+
+
+def _custom_vjp_call_rule(*avals: ShapedArray, jaxpr: Jaxpr, fwd_jaxpr: Jaxpr, bwd_jaxpr: Jaxpr,
+                          const_counts: tuple[int, int, int]):
+    out_avals = _call_rule("custom_vjp_call")(*avals, jaxpr=jaxpr)
+    num_primal_consts, num_fwd_consts, num_bwd_consts = const_counts
+    args = list(avals[sum(const_counts):])
+    fwd_consts = list(avals[num_primal_consts : num_primal_consts + num_fwd_consts])
+    check(fwd_jaxpr.in_avals == fwd_consts + args, "custom_vjp_call",
+          "fwd_jaxpr must take the forward's consts and the arguments")
+    check(fwd_jaxpr.out_avals[: len(out_avals)] == out_avals, "custom_vjp_call",
+          "fwd_jaxpr must return the primal outputs first, then the residuals")
+    check(bwd_jaxpr.out_avals == args, "custom_vjp_call",
+          "bwd_jaxpr must return one cotangent per argument")
+    check(len(bwd_jaxpr.invars) == num_bwd_consts + len(fwd_jaxpr.outvars), "custom_vjp_call",
+          "bwd_jaxpr must take its consts, the residuals and one cotangent per output")
+    return out_avals
+
+
+# A call whose reverse-mode derivative the user wrote (``numbax.custom_vjp``).
+#
+#   inputs:  (*primal_consts, *fwd_consts, *bwd_consts, *args), counts in ``const_counts``
+#   params:  jaxpr      the primal function over all inputs (it ignores the forward's and
+#                       backward's consts), so a pass may inline it as an ordinary call
+#            fwd_jaxpr  (*fwd_consts, *args) -> (*outs, *residuals)
+#            bwd_jaxpr  (*bwd_consts, *residuals, *out_cotangents) -> one cotangent per arg
+custom_vjp_call_p = register(
+    "custom_vjp_call", Pattern.CONTROL, _custom_vjp_call_rule, _call_impl, multiple_results=True
 )
 
 
@@ -68,4 +99,22 @@ def _kernel_rule(*avals: ShapedArray, jaxpr: Jaxpr, kind: str, name: str):
 #              opaque       exactly one eqn that fusion does not fuse (gather, scatter,
 #                           cumsum, concatenate, pad, dynamic_slice, ...).
 #            name   readable name for generated code, from the ops it contains
+#
+#   What fusion guarantees besides (passes/kernels.py checks it, passes/verify.py
+#   verifies every kernel in debug mode):
+#   - body values: every eqn's output has shape S (elementwise), S or R = S without the
+#     reduced axes (reduction), or the dot_general's output shape O (contraction).
+#     Rank-0 values appear only where S, R or O is rank 0 (rank-0 kernel inputs and
+#     literals may appear anywhere, as operands that broadcast).
+#   - broadcast_in_dim reads a kernel input or a literal (read at projected indices),
+#     except in a reduction kernel, where it may also broadcast a value of shape R
+#     back over S with broadcast_dimensions = the axes that were not reduced. When R is
+#     rank 0, S-shaped eqns may also read R values directly, as rank-0 operands.
+#   - iota has the shape S, R or O of the values beside it.
+#   - all reductions of one kernel reduce the same axes of the same S; an R value may
+#     feed S values (through the broadcast above) and so a later reduction.
+#   - dot_general's operands are kernel inputs (no prologue).
+#   - outputs are values the body computes (never an input passed through), of shape
+#     S or R (reduction), S (elementwise), O (contraction); several outputs are common.
+#   - literals stay inline in the body; kernel inputs are variables only.
 kernel_p = register("kernel", Pattern.CONTROL, _kernel_rule, _call_impl, multiple_results=True)

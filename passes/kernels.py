@@ -1,0 +1,162 @@
+"""The kernel contract as code: which sets of equations make one kernel, of which kind,
+and how a set becomes a ``kernel`` equation (see ``kernel_p`` in ir/higher_order.py).
+
+``classify`` is the single place that says yes or no to a kernel: fusion asks it before
+every merge, the verifier asks it of every kernel fusion produced, and each ``None``
+comes from one named rule below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..ir.core import Eqn, Jaxpr, Var
+from ..ir.higher_order import kernel_p
+from ..ir.primitive import Pattern
+from .cse import eliminate_common_subexpressions
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    kind: str  # elementwise | reduction | contraction | opaque
+    shape: tuple[int, ...] = ()  # the iteration shape: S, or the contraction's output
+    axes: tuple[int, ...] = ()  # the axes of S a reduction kernel reduces
+
+    @property
+    def reduced_shape(self) -> tuple[int, ...]:
+        return tuple(d for i, d in enumerate(self.shape) if i not in self.axes)
+
+    @property
+    def kept_axes(self) -> tuple[int, ...]:
+        return tuple(i for i in range(len(self.shape)) if i not in self.axes)
+
+
+def reduction_axes(eqn: Eqn) -> tuple[int, ...] | None:
+    if eqn.prim.pattern is not Pattern.REDUCTION:
+        return None
+    if "axes" in eqn.params:
+        return tuple(sorted(eqn.params["axes"]))
+    return (eqn.params["axis"],)
+
+
+def fusible(eqn: Eqn) -> bool:
+    """Whether ``eqn`` may share a kernel with others (else it is an opaque kernel)."""
+    pattern = eqn.prim.pattern
+    if eqn.prim.multiple_results:
+        return False
+    if pattern in (Pattern.ELEMENTWISE, Pattern.BROADCAST, Pattern.CONTRACTION):
+        return True
+    return pattern is Pattern.REDUCTION and bool(reduction_axes(eqn))
+
+
+def classify(eqns: Sequence[Eqn]) -> KernelSpec | None:
+    """The kernel these equations (in program order) form, or None if they form none."""
+    if len(eqns) == 1 and not fusible(eqns[0]):
+        return KernelSpec("opaque")
+    if not eqns or not all(fusible(e) for e in eqns):
+        return None
+    produced = {v for e in eqns for v in e.outputs}
+    contractions = [e for e in eqns if e.prim.pattern is Pattern.CONTRACTION]
+    reductions = [e for e in eqns if e.prim.pattern is Pattern.REDUCTION]
+    if contractions:
+        return _contraction(eqns, contractions, reductions, produced)
+    if reductions:
+        return _reduction(eqns, reductions, produced)
+    return _elementwise(eqns, produced)
+
+
+def _shape(eqn: Eqn) -> tuple[int, ...]:
+    return eqn.outputs[0].aval.shape
+
+
+def _broadcasts_an_input(eqn: Eqn, produced: set) -> bool:
+    """A broadcast inside a loop nest reads a kernel input (or a literal) at projected
+    indices; it cannot broadcast a value computed in the same loop nest."""
+    return eqn.prim.name != "broadcast_in_dim" or eqn.inputs[0] not in produced
+
+
+def _elementwise(eqns, produced) -> KernelSpec | None:
+    shape = _shape(eqns[0])
+    for eqn in eqns:
+        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced):
+            return None
+    return KernelSpec("elementwise", shape)
+
+
+def _contraction(eqns, contractions, reductions, produced) -> KernelSpec | None:
+    if len(contractions) > 1 or reductions:
+        return None  # one dot_general per kernel; a reduction needs its own loop nest
+    dot = contractions[0]
+    if any(a in produced for a in dot.inputs):
+        return None  # no prologue: the operands come from memory
+    shape = _shape(dot)
+    for eqn in eqns:
+        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced):
+            return None
+    return KernelSpec("contraction", shape)
+
+
+def _reduction(eqns, reductions, produced) -> KernelSpec | None:
+    first = reductions[0]
+    spec = KernelSpec("reduction", first.inputs[0].aval.shape, reduction_axes(first))
+    for eqn in reductions:
+        if eqn.inputs[0].aval.shape != spec.shape or reduction_axes(eqn) != spec.axes:
+            return None  # one iteration space, one set of reduced axes
+    reduced = spec.reduced_shape
+    for eqn in eqns:
+        if eqn.prim.pattern is Pattern.REDUCTION:
+            continue
+        if _shape(eqn) not in (spec.shape, reduced):
+            return None
+        if not _broadcasts_an_input(eqn, produced) and not _broadcasts_back(eqn, spec):
+            return None
+    return spec
+
+
+def _broadcasts_back(eqn: Eqn, spec: KernelSpec) -> bool:
+    """A reduced value broadcast back over the iteration space, as softmax divides by
+    its row sums: the broadcast keeps exactly the axes that were not reduced."""
+    return (
+        eqn.inputs[0].aval.shape == spec.reduced_shape
+        and eqn.params["shape"] == spec.shape
+        and tuple(eqn.params["broadcast_dimensions"]) == spec.kept_axes
+    )
+
+
+# ----------------------------------------------------------------------------- build
+
+# Bookkeeping ops left out of kernel names unless they are all a kernel does.
+_UNNAMED = ("broadcast_in_dim", "convert_element_type", "iota")
+_MAX_NAMED_OPS = 4
+
+
+def kernel_name(eqns: Sequence[Eqn]) -> str:
+    """A readable name from the ops a kernel runs, as in ``fused_mul_add_tanh``."""
+    names = list(dict.fromkeys(e.prim.name for e in eqns))
+    if len(eqns) == 1:
+        return names[0]
+    named = [n for n in names if n not in _UNNAMED] or names
+    return "fused_" + "_".join(named[:_MAX_NAMED_OPS])
+
+
+def build_kernel(eqns: Sequence[Eqn], outputs: Sequence[Var], spec: KernelSpec) -> Eqn:
+    """The ``kernel`` equation computing ``outputs`` with ``eqns``: its operands are
+    the variables the equations read and do not define, its body a fresh copy."""
+    produced = {v for e in eqns for v in e.outputs}
+    inputs = list(
+        dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and a not in produced)
+    )
+    env = {v: Var(v.aval) for v in inputs}
+    body_eqns = []
+    for eqn in eqns:
+        new_outputs = [Var(v.aval) for v in eqn.outputs]
+        new_inputs = [env.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs]
+        env.update(zip(eqn.outputs, new_outputs, strict=True))
+        body_eqns.append(eqn.replace(inputs=new_inputs, outputs=new_outputs))
+    body = Jaxpr([], [env[v] for v in inputs], body_eqns, [env[v] for v in outputs])
+    # Broadcasts copied into each consumer meet again here: keep one of each.
+    body = eliminate_common_subexpressions(body)
+    params = {"name": kernel_name(eqns), "kind": spec.kind, "jaxpr": body}
+    source = next((e.source_info for e in eqns if e.source_info), None)
+    return Eqn(kernel_p, inputs, list(outputs), params, source)

@@ -1,0 +1,188 @@
+"""The pass manager: runs a pipeline of named passes, checks and dumps between them,
+and records what each one changed.
+
+A pass is a pure function ``ClosedJaxpr -> (ClosedJaxpr, changes)``, where ``changes``
+maps what it did to how often (``{"folded": 3}``); it keeps the program's meaning. A
+``FixedPoint`` group reruns its passes until none of them changes anything. An
+``Analysis`` reads the final program and leaves a result on the log (the memory plan).
+With debug checks on, the program is typechecked after every pass (and a pass's own
+``verify`` runs), so a broken rewrite is caught at the pass that broke it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir.core import ClosedJaxpr
+from ..ir.errors import TypecheckError
+from ..ir.typecheck import typecheck
+
+PassFn = Callable[[ClosedJaxpr], tuple[ClosedJaxpr, dict[str, int]]]
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    run: PassFn
+    # An extra invariant checked after this pass in debug mode (the kernel contract).
+    verify: Callable[[ClosedJaxpr], None] | None = None
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """Passes run in order, again and again, until a whole round changes nothing."""
+
+    name: str
+    passes: tuple[Pass, ...]
+    max_rounds: int = 10
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Reads the final program; its result lands on ``PassLog.analyses[name]``."""
+
+    name: str
+    run: Callable[[ClosedJaxpr], Any]
+
+
+@dataclass
+class PassRecord:
+    index: int  # position in the run, as in the dump file names
+    name: str
+    group: str | None  # the fixed-point group it ran in, if any
+    round: int | None
+    changes: dict[str, int]
+    eqns_before: int  # top-level equations (a kernel counts as one)
+    eqns_after: int
+
+    @property
+    def changed(self) -> bool:
+        return any(self.changes.values())
+
+    def __str__(self):
+        label = f"{self.group}[{self.round}].{self.name}" if self.group else self.name
+        changes = ", ".join(f"{k}={v}" for k, v in sorted(self.changes.items()) if v)
+        return (
+            f"{self.index:02d} {label:<26} eqns {self.eqns_before:>4} -> {self.eqns_after:<4} "
+            f"{changes or '-'}"
+        )
+
+
+@dataclass
+class PassLog:
+    """What every pass of one ``optimize`` run changed, in order."""
+
+    records: list[PassRecord] = field(default_factory=list)
+    analyses: dict[str, Any] = field(default_factory=dict)
+
+    def __iter__(self):
+        return iter(self.records)
+
+    def __len__(self):
+        return len(self.records)
+
+    def totals(self, name: str) -> dict[str, int]:
+        """The changes of every run of the pass ``name``, added up."""
+        out: dict[str, int] = {}
+        for record in self.records:
+            if record.name == name:
+                for key, value in record.changes.items():
+                    out[key] = out.get(key, 0) + value
+        return out
+
+    @property
+    def memory_plan(self):
+        return self.analyses.get("memory_plan")
+
+    def __str__(self):
+        lines = [str(r) for r in self.records]
+        for name, result in self.analyses.items():
+            lines.append(f"-- {name}: {result}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def run_pipeline(
+    pipeline, closed: ClosedJaxpr, *, dump_dir: str | None, debug_checks: bool
+) -> tuple[ClosedJaxpr, PassLog]:
+    runner = _Runner(dump_dir, debug_checks)
+    runner.dump("input", closed)
+    for stage in pipeline:
+        if isinstance(stage, FixedPoint):
+            closed = runner.fixed_point(stage, closed)
+        elif isinstance(stage, Analysis):
+            runner.analyse(stage, closed)
+        else:
+            closed = runner.run(stage, closed)
+    return closed, runner.log
+
+
+class _Runner:
+    def __init__(self, dump_dir: str | None, debug_checks: bool):
+        self.dump_dir = dump_dir
+        self.debug_checks = debug_checks
+        self.log = PassLog()
+        self.index = itertools.count(1)
+        if dump_dir:
+            os.makedirs(dump_dir, exist_ok=True)
+
+    def run(self, stage: Pass, closed, group=None, round_=None) -> ClosedJaxpr:
+        before = len(closed.jaxpr.eqns)
+        result, changes = stage.run(closed)
+        record = PassRecord(
+            next(self.index),
+            stage.name,
+            group,
+            round_,
+            dict(changes),
+            before,
+            len(result.jaxpr.eqns),
+        )
+        self.log.records.append(record)
+        self.dump(stage.name, result, record)
+        if self.debug_checks:
+            self.check(stage, result)
+        return result
+
+    def fixed_point(self, group: FixedPoint, closed) -> ClosedJaxpr:
+        for round_ in range(1, group.max_rounds + 1):
+            changed = False
+            for stage in group.passes:
+                closed = self.run(stage, closed, group.name, round_)
+                changed |= self.log.records[-1].changed
+            if not changed:
+                break
+        return closed
+
+    def analyse(self, stage: Analysis, closed) -> None:
+        result = stage.run(closed)
+        self.log.analyses[stage.name] = result
+        if self.dump_dir:
+            path = os.path.join(self.dump_dir, f"{next(self.index):02d}_{stage.name}.txt")
+            _write(path, f"{result}\n")
+
+    def check(self, stage: Pass, closed) -> None:
+        try:
+            typecheck(closed)
+            if stage.verify is not None:
+                stage.verify(closed)
+        except TypecheckError as err:
+            raise TypecheckError(f"after pass {stage.name!r}: {err}") from err
+
+    def dump(self, name: str, closed, record: PassRecord | None = None) -> None:
+        if not self.dump_dir:
+            return
+        index = record.index if record else 0
+        header = f"# {record}\n" if record else "# the program as traced\n"
+        path = os.path.join(self.dump_dir, f"{index:02d}_{name}.txt")
+        _write(path, header + str(closed) + "\n")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)

@@ -1,0 +1,81 @@
+"""The optimisation pipeline: the compiler's table of contents, read top to bottom.
+
+    inline          nested jit_call, checkpoint and custom_vjp_call bodies spliced in
+    cleanup         to a fixed point:
+      constant_fold   equations over constants evaluated now
+      simplify        exact algebraic identities (x * 1, neg(neg x), reshape chains, ...)
+      cse             repeated computations computed once
+      dce             unread results and constants dropped
+    fusion          the program partitioned into kernels (elementwise, reduction,
+                    contraction, opaque)
+    fused_cleanup   CSE and DCE over the kernels
+    memory_plan     buffers assigned by liveness (an analysis: the program is unchanged)
+
+Every pass keeps the program's meaning: the fused program evaluates (``eval_jaxpr``)
+to what the traced one does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+
+from ..config import config
+from ..ir.core import ClosedJaxpr
+from . import constant_fold, cse, dce, fusion, inline, simplify
+from .manager import Analysis, FixedPoint, Pass, PassLog, run_pipeline
+from .memory import plan_memory
+from .verify import check_fused
+
+logger = logging.getLogger("numbax.passes")
+
+PIPELINE = (
+    Pass("inline", inline.run),
+    FixedPoint(
+        "cleanup",
+        (
+            Pass("constant_fold", constant_fold.run),
+            Pass("simplify", simplify.run),
+            Pass("cse", cse.run),
+            Pass("dce", dce.run),
+        ),
+    ),
+    Pass("fusion", fusion.run, verify=check_fused),
+    FixedPoint(
+        "fused_cleanup",
+        (Pass("cse", cse.run, verify=check_fused), Pass("dce", dce.run, verify=check_fused)),
+    ),
+    Analysis("memory_plan", plan_memory),
+)
+
+_programs = itertools.count()
+
+
+def optimize(
+    closed: ClosedJaxpr,
+    *,
+    dump_dir: str | None = None,
+    debug_checks: bool | None = None,
+    name: str = "fn",
+) -> tuple[ClosedJaxpr, PassLog]:
+    """Run the pipeline: the fused program (its equations are kernels, and control flow
+    with fused bodies) and the log of what each pass changed.
+
+    ``dump_dir`` (or ``NUMBAX_DUMP``, into a sub-folder per program) receives the IR
+    after every pass, one file per pass in order (``03_simplify.txt``). ``debug_checks``
+    (default ``NUMBAX_DEBUG_CHECKS``) typechecks after every pass.
+
+    >>> import numpy as np, numbax
+    >>> traced = numbax.make_jaxpr(lambda x: np.tanh(x * 2.0) + 1.0)(np.ones(3))
+    >>> fused, log = optimize(traced)
+    >>> [eqn.params["name"] for eqn in fused.eqns]
+    ['fused_mul_tanh_add']
+    """
+    if dump_dir is None and config.dump_dir:
+        dump_dir = os.path.join(config.dump_dir, f"{next(_programs):03d}_{name}")
+    if debug_checks is None:
+        debug_checks = config.debug_checks
+    fused, log = run_pipeline(PIPELINE, closed, dump_dir=dump_dir, debug_checks=debug_checks)
+    logger.debug("numbax: passes over %s\n%s", name, log)
+    return fused, log

@@ -1,0 +1,180 @@
+"""What every pass shares: rebuilding a jaxpr equation by equation, reading constants,
+structural keys (for CSE), and walking the sub-jaxprs of higher-order primitives.
+
+A pass never mutates its input: it builds new ``Eqn`` and ``Jaxpr`` objects, reusing
+the ``Var`` objects that do not change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from ..ir.core import Atom, ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ..ir.primitive import Primitive
+
+
+class Rebuilder:
+    """Builds a new equation list while substituting replaced variables.
+
+    ``alias(old, atom)`` says that every later read of ``old`` means ``atom``;
+    ``emit`` appends a new equation whose output types come from the primitive's rule,
+    so a rewrite cannot produce an ill-typed program by hand.
+    """
+
+    def __init__(self):
+        self.env: dict[Var, Atom] = {}
+        self.eqns: list[Eqn] = []
+        self.producer: dict[Var, Eqn] = {}
+
+    def read(self, atom: Atom) -> Atom:
+        if isinstance(atom, Var):
+            return self.env.get(atom, atom)
+        return atom
+
+    def substituted(self, eqn: Eqn) -> Eqn:
+        inputs = [self.read(a) for a in eqn.inputs]
+        if all(a is b for a, b in zip(inputs, eqn.inputs, strict=True)):
+            return eqn
+        return eqn.replace(inputs=inputs)
+
+    def add(self, eqn: Eqn) -> None:
+        self.eqns.append(eqn)
+        for var in eqn.outputs:
+            self.producer[var] = eqn
+
+    def emit(self, prim: Primitive, inputs, source_info=None, **params) -> list[Var]:
+        avals = prim.abstract_eval(*[a.aval for a in inputs], **params)
+        outputs = [Var(a) for a in avals]
+        self.add(Eqn(prim, list(inputs), outputs, params, source_info))
+        return outputs
+
+    def emit1(self, prim: Primitive, inputs, source_info=None, **params) -> Var:
+        return self.emit(prim, inputs, source_info, **params)[0]
+
+    def alias(self, old: Var, atom: Atom) -> None:
+        self.env[old] = atom
+
+    def producer_of(self, atom: Atom) -> Eqn | None:
+        return self.producer.get(atom) if isinstance(atom, Var) else None
+
+    def finish(self, jaxpr: Jaxpr, constvars=None) -> Jaxpr:
+        return Jaxpr(
+            list(jaxpr.constvars if constvars is None else constvars),
+            list(jaxpr.invars),
+            self.eqns,
+            [self.read(v) for v in jaxpr.outvars],
+        )
+
+
+# ---------------------------------------------------------------------------- constants
+
+
+def literal_value(atom: Atom):
+    """The value of a scalar literal, or None."""
+    return atom.val if isinstance(atom, Literal) else None
+
+
+def is_literal(atom: Atom, value: float, *, negative_zero: bool | None = None) -> bool:
+    """Whether ``atom`` is a literal equal to ``value``; ``negative_zero`` also pins the
+    sign of a zero (IEEE identities depend on it: ``x + -0.0`` is ``x``, ``x + 0.0`` is
+    not)."""
+    val = literal_value(atom)
+    if val is None or val != value:
+        return False
+    if negative_zero is not None and val.dtype.kind == "f":
+        return bool(np.signbit(val)) == negative_zero
+    return True
+
+
+def is_concrete(value) -> bool:
+    """Whether a const is a concrete array (not, say, an outer trace's tracer)."""
+    return isinstance(value, (np.ndarray, np.generic, bool, int, float))
+
+
+# ------------------------------------------------------------------- structural keys
+
+
+def atom_key(atom: Atom):
+    if isinstance(atom, Literal):
+        # Bytes, not value: -0.0 and 0.0 are different constants, and NaN equals itself.
+        return ("literal", atom.val.dtype.str, atom.val.tobytes())
+    return atom
+
+
+def params_key(params: dict) -> tuple:
+    return tuple(sorted((k, _param_key(v)) for k, v in params.items()))
+
+
+def _param_key(value):
+    if isinstance(value, Jaxpr):
+        return jaxpr_key(value)
+    if isinstance(value, ClosedJaxpr):
+        return (jaxpr_key(value.jaxpr), tuple(id(c) for c in value.consts))
+    if isinstance(value, tuple):
+        return tuple(_param_key(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    return value
+
+
+def jaxpr_key(jaxpr: Jaxpr) -> tuple:
+    """A hashable key equal for jaxprs that are the same up to variable renaming."""
+    number: dict[Var, int] = {}
+
+    def ref(atom):
+        if isinstance(atom, Literal):
+            return atom_key(atom)
+        return number[atom]
+
+    def define(var):
+        number[var] = len(number)
+        return (var.aval.shape, var.aval.dtype.str)
+
+    head = tuple(define(v) for v in jaxpr.constvars + jaxpr.invars)
+    body = []
+    for eqn in jaxpr.eqns:
+        inputs = tuple(ref(a) for a in eqn.inputs)
+        body.append((eqn.prim.name, inputs, params_key(eqn.params)))
+        for var in eqn.outputs:
+            define(var)
+    return (len(jaxpr.constvars), head, tuple(body), tuple(ref(a) for a in jaxpr.outvars))
+
+
+# ---------------------------------------------------------------------- sub-jaxprs
+
+
+def map_subjaxprs(eqn: Eqn, fn: Callable[[Jaxpr], Jaxpr]) -> Eqn:
+    """``eqn`` with ``fn`` applied to every sub-jaxpr in its params (tuples included,
+    as in ``cond``'s branches); the same object when nothing changes."""
+    changed = False
+
+    def visit(value):
+        nonlocal changed
+        if isinstance(value, Jaxpr):
+            new = fn(value)
+            changed |= new is not value
+            return new
+        if isinstance(value, tuple) and any(isinstance(v, (Jaxpr, tuple)) for v in value):
+            return tuple(visit(v) for v in value)
+        return value
+
+    params = {k: visit(v) for k, v in eqn.params.items()}
+    return eqn.replace(params=params) if changed else eqn
+
+
+def subjaxprs(eqn: Eqn) -> list[Jaxpr]:
+    found: list[Jaxpr] = []
+    map_subjaxprs(eqn, lambda j: found.append(j) or j)
+    return found
+
+
+def use_counts(jaxpr: Jaxpr) -> Counter:
+    """How many times each variable is read (outvars count as reads)."""
+    counts: Counter = Counter()
+    for eqn in jaxpr.eqns:
+        counts.update(a for a in eqn.inputs if isinstance(a, Var))
+    counts.update(a for a in jaxpr.outvars if isinstance(a, Var))
+    return counts

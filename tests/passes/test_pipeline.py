@@ -1,0 +1,115 @@
+"""The pass manager: order, fixed point, debug checks naming the pass that broke the
+program, dumps (API flag and NUMBAX_DUMP), the pass log, and ``jit(f).lower``."""
+
+from __future__ import annotations
+
+import os
+
+import numbax
+import numpy as np
+import pytest
+from numbax import passes
+from numbax.config import config
+from numbax.ir.core import ClosedJaxpr, Jaxpr
+from numbax.ir.errors import TypecheckError
+from numbax.passes import cse, dce
+from numbax.passes.manager import FixedPoint, Pass, run_pipeline
+from passes_util import trace
+
+x3 = np.arange(3.0)
+
+
+def program(x):
+    return np.tanh(x * 1.0 + 2.0) * (np.ones(3) * 3.0)
+
+
+def test_pipeline_reads_like_the_table_of_contents():
+    names = [stage.name for stage in passes.PIPELINE]
+    assert names == ["inline", "cleanup", "fusion", "fused_cleanup", "memory_plan"]
+    cleanup = passes.PIPELINE[1]
+    assert [p.name for p in cleanup.passes] == ["constant_fold", "simplify", "cse", "dce"]
+
+
+def test_log_records_every_pass_in_order_until_the_fixed_point():
+    _, log = passes.optimize(trace(program, x3), debug_checks=True)
+    ran = [(r.group, r.name) for r in log]
+    assert ran[0] == (None, "inline")
+    rounds = [r.round for r in log if r.group == "cleanup"]
+    assert rounds == sorted(rounds) and len(rounds) % 4 == 0
+    last_round = [r for r in log if r.group == "cleanup" and r.round == rounds[-1]]
+    assert not any(r.changed for r in last_round)  # it stopped at the fixed point
+    assert any(r.changed for r in log if r.group == "cleanup" and r.round == 1)
+    assert [r.index for r in log] == list(range(1, len(log) + 1))
+    assert log.totals("simplify")["multiply_by_one"] == 1
+    assert log.totals("fusion") == {"elementwise_kernels": 1, "eqns_fused": 3}
+    assert "fusion" in str(log) and "multiply_by_one=1" in str(log)
+
+
+def test_fixed_point_stops_after_max_rounds():
+    flip = Pass("flip", lambda closed: (closed, {"flipped": 1}))
+    _, log = run_pipeline(
+        (FixedPoint("endless", (flip,), max_rounds=3),),
+        trace(program, x3),
+        dump_dir=None,
+        debug_checks=True,
+    )
+    assert [r.round for r in log] == [1, 2, 3]
+
+
+def _break_program(closed: ClosedJaxpr):
+    jaxpr = closed.jaxpr
+    return ClosedJaxpr(Jaxpr([], jaxpr.invars, jaxpr.eqns[1:], jaxpr.outvars)), {"broke": 1}
+
+
+def test_debug_checks_name_the_pass_that_broke_the_program():
+    pipeline = (Pass("cse", cse.run), Pass("breaker", _break_program), Pass("dce", dce.run))
+    with pytest.raises(TypecheckError, match="after pass 'breaker'"):
+        run_pipeline(pipeline, trace(program, x3), dump_dir=None, debug_checks=True)
+    run_pipeline(pipeline[:2], trace(program, x3), dump_dir=None, debug_checks=False)
+
+
+def test_debug_checks_default_to_the_config(monkeypatch):
+    monkeypatch.setattr(config, "debug_checks", True)
+    with pytest.raises(TypecheckError):
+        passes.optimize(_break_program(trace(program, x3))[0])
+    monkeypatch.setattr(config, "debug_checks", False)
+    passes.optimize(trace(program, x3))
+
+
+def test_dump_writes_one_file_per_pass_in_order(tmp_path):
+    _, log = passes.optimize(trace(program, x3), dump_dir=str(tmp_path))
+    files = sorted(os.listdir(tmp_path))
+    assert files[0] == "00_input.txt"
+    assert files[1:3] == ["01_inline.txt", "02_constant_fold.txt"]
+    assert files[-1] == f"{len(log) + 1:02d}_memory_plan.txt"
+    assert len(files) == len(log) + 2
+    fusion_file = next(f for f in files if f.endswith("_fusion.txt"))
+    text = (tmp_path / fusion_file).read_text()
+    assert text.startswith("# ") and "kernel[name='fused_add_tanh_mul'" in text
+
+
+def test_numbax_dump_writes_a_folder_per_program(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    passes.optimize(trace(program, x3), name="first")
+    passes.optimize(trace(program, x3), name="second")
+    folders = sorted(os.listdir(tmp_path))
+    assert [f.split("_", 1)[1] for f in folders] == ["first", "second"]
+    assert "03_simplify.txt" in os.listdir(tmp_path / folders[0])
+
+
+def test_lowered_prints_the_fused_program():
+    f = numbax.jit(program, backend="interpret")
+    lowered = f.lower(x3)
+    text = lowered.as_text()
+    assert "kernel[name='fused_add_tanh_mul' kind='elementwise'" in text
+    assert str(lowered.fused) == text
+    assert [e.prim.name for e in lowered.jaxpr.eqns][:2] == ["mul", "add"]  # as traced
+    assert lowered.pass_log.totals("fusion")["elementwise_kernels"] == 1
+    assert lowered.memory_plan.num_buffers == 0
+    (out,) = lowered.compile()(x3)
+    np.testing.assert_allclose(out, program(x3))
+
+
+def test_lowered_dumps_its_passes(tmp_path):
+    numbax.jit(program).lower(x3).dump_passes(str(tmp_path))
+    assert "00_input.txt" in os.listdir(tmp_path)
