@@ -1,0 +1,624 @@
+"""Vectorisable exp, expm1, log, log1p, tanh, logistic, sin and cos for Numba loops.
+
+Numba from PyPI has no SVML, so ``math.tanh`` and friends in a loop are scalar libm
+calls and LLVM cannot vectorise the loop. The functions here are plain arithmetic
+instead: range reduction, a polynomial, a rescale. They are compiled ``forceinline``, so
+LLVM inlines them into the caller's loop, with their own strict floating-point flags
+whatever the caller's, and they are branch-free (every ``a if cond else b`` selects
+between values already computed), so LLVM's loop vectoriser turns the loop into SIMD
+code. There are no ``math``/``np`` calls and no Python-semantics division (its
+divide-by-zero check would be a branch that blocks vectorisation): division, bit casts
+and polynomial evaluation are small LLVM intrinsics defined below.
+
+Each algorithm is written once, generic over the float type, and reads its numbers from
+a constants table (``_FLOAT32`` or ``_FLOAT64``); ``exp_f32`` is ``_exp`` with its
+argument cast to float32 and the float32 table. Float32 functions compute in float32,
+except the sin/cos range reduction, which runs in float64 (see ``_reduce_half_pi``).
+
+Method per function (x = k*ln2 + r means Cody-Waite reduction, where ln2 is split into
+a short head, so k*head is exact, and a tail):
+
+- exp: x = k*ln2 + r, |r| <= ln2/2; exp(r) = 1 + r + r^2 P(r); times 2^k built from the
+  exponent bits, in two factors so that subnormal results are rounded once.
+- expm1: as exp, then 2^k (1 + expm1(r)) - 1 = 2^k expm1(r) + (2^k - 1), where 2^k - 1
+  is exact for the k where it matters. The rounding error of r is carried along.
+- log: x = 2^k m, m in [sqrt(1/2), sqrt(2)); with f = m - 1 and s = f / (2 + f),
+  log(m) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + z Q(z)), z = s^2 (the form keeps the big
+  terms exact). Subnormal x are scaled up first.
+- log1p: the log kernel on u = fl(1 + x), plus the rounding error of 1 + x divided by u.
+- tanh: tanh|x| = -e / (e + 2) with e = expm1(-2|x|) in (-1, 0]: nothing overflows and
+  e + 2 never cancels; the sign is copied from x. (Switching to (1 - E) / (1 + E),
+  E = exp(-2|x|), for large |x| cuts the error from 2.5 to 2.1 ulp but costs 30%.)
+- logistic: e = exp(-|x|) in (0, 1]; 1 / (1 + e) for x >= 0, e / (1 + e) below.
+- sin, cos: x = q*pi/2 + r with r kept as a double-word r + lo, then the sin or cos
+  polynomial on [-pi/4, pi/4] chosen by q mod 4.
+
+Polynomial coefficients are our own Remez (minimax) fits, computed with mpmath at 50
+digits on the stated interval and rounded to the table's type; the error quoted beside
+each is the fit's, relative to the function value, after rounding the coefficients.
+Splitting constants (ln2, pi/2 heads and tails) are ln2 and pi/2 rounded to the stated
+number of bits, each tail being the rounded remainder.
+
+Accuracy: errors stay below ``ULP_BOUNDS`` (ulps of the exact result, against NumPy in
+higher precision), which tests/backends/test_fastmath.py asserts. Measured maxima:
+float32 over all 2^32 inputs (for sin and cos those below 1.7e9, see below) against
+float64 libm, float64 over 3e7 random inputs (every exponent equally likely, plus typical
+ranges) against long double:
+
+    ========  =======  =======  =====
+    function  float32  float64  bound
+    ========  =======  =======  =====
+    exp        0.95     0.94     1
+    expm1      1.08     1.11     1.5
+    log        0.84     0.81     1
+    log1p      0.87     0.83     1
+    tanh       2.50     2.50     3
+    logistic   2.40     2.12     2.5
+    sin        0.81     0.87     1
+    cos        0.80     0.87     1
+    ========  =======  =======  =====
+
+Special values match NumPy exactly, signs of zero included: +-0, +-inf, NaN, subnormal
+inputs and results, overflow to inf and underflow to 0 at the same thresholds.
+
+sin and cos reduce exactly (to well below an ulp of r) for |x| < 2^30 pi/2, about
+1.7e9, in both types: pi/2 is split into three 23-bit heads, so k times each is exact in
+float64 for k < 2^30, and a 53-bit tail. Past that bound k*head is no longer exact and
+the absolute error grows like |x| 2^-52: 2e-6 at 1e10, 1e-4 at 1e12; from about 1e15
+the result is noise, kept within [-1, 1]. An exact (Payne-Hanek) reduction would need a
+per-element lookup of the bits of 2/pi and multi-word products; being branch-free, every
+call would pay for it, so we do not.
+
+Example::
+
+    from numba import njit
+    from numbax.backends.cpu.fastmath import tanh_f32
+
+    @njit
+    def kernel(x, out):
+        for i in range(x.size):
+            out[i] = tanh_f32(x[i])
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+# ---------------------------------------------------------------------------------------
+# LLVM-level helpers: each emits a few instructions straight into the caller.
+
+
+@intrinsic
+def _bits(typingctx, x):
+    """The IEEE bit pattern of a float, as a signed integer of the same width."""
+    if not isinstance(x, types.Float):
+        return None
+    int_type = types.int32 if x.bitwidth == 32 else types.int64
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(x.bitwidth))
+
+    return int_type(x), codegen
+
+
+@intrinsic
+def _float_from_bits(typingctx, bits, like):
+    """The float of ``like``'s type whose bit pattern is the low bits of ``bits``."""
+    if not isinstance(bits, types.Integer) or not isinstance(like, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(_to_width(builder, args[0], like.bitwidth), _llvm_float(like))
+
+    return like(bits, like), codegen
+
+
+@intrinsic
+def _small_int_to_float(typingctx, value, like):
+    """A float of ``like``'s type from an integer known to fit in 32 bits.
+
+    Converting from int32 is one vector instruction on every x86 SIMD level, from int64
+    only with AVX-512.
+    """
+    if not isinstance(value, types.Integer) or not isinstance(like, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.sitofp(_to_width(builder, args[0], 32), _llvm_float(like))
+
+    return like(value, like), codegen
+
+
+@intrinsic
+def _divide(typingctx, numerator, denominator):
+    """IEEE division, without the ZeroDivisionError check of Numba's ``/``."""
+    if not isinstance(numerator, types.Float) or numerator != denominator:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fdiv(args[0], args[1])
+
+    return numerator(numerator, denominator), codegen
+
+
+@intrinsic
+def _polynomial(typingctx, x, coefficients):
+    """sum(coefficients[i] * x**i) by Horner's rule; the coefficients are constants."""
+    if not isinstance(coefficients, types.UniTuple) or coefficients.dtype != x:
+        return None
+    degree = coefficients.count - 1
+
+    def codegen(context, builder, signature, args):
+        x, coefficients = args
+        total = builder.extract_value(coefficients, degree)
+        for i in range(degree - 1, -1, -1):
+            total = builder.fmul(total, x)
+            total = builder.fadd(total, builder.extract_value(coefficients, i))
+        return total
+
+    return x(x, coefficients), codegen
+
+
+@intrinsic
+def _round_double_word(typingctx, high, low, like):
+    """A float64 pair high + low rounded to ``like``'s type, as a pair again.
+
+    In float32 the new low part keeps what rounding the high part lost.
+    """
+    if high != types.float64 or low != types.float64 or not isinstance(like, types.Float):
+        return None
+    pair = types.UniTuple(like, 2)
+
+    def codegen(context, builder, signature, args):
+        high, low = args[0], args[1]
+        if like.bitwidth == 32:
+            high_32 = builder.fptrunc(high, ir.FloatType())
+            lost = builder.fsub(high, builder.fpext(high_32, ir.DoubleType()))
+            low = builder.fptrunc(builder.fadd(lost, low), ir.FloatType())
+            high = high_32
+        return context.make_tuple(builder, pair, [high, low])
+
+    return pair(high, low, like), codegen
+
+
+def _to_width(builder, value, width):
+    if value.type.width > width:
+        return builder.trunc(value, ir.IntType(width))
+    if value.type.width < width:
+        return builder.sext(value, ir.IntType(width))
+    return value
+
+
+def _llvm_float(float_type):
+    return ir.FloatType() if float_type.bitwidth == 32 else ir.DoubleType()
+
+
+# ---------------------------------------------------------------------------------------
+# Constants, one table per float type.
+
+
+class _Constants(NamedTuple):
+    """Everything the generic algorithms need to know about one float type."""
+
+    zero: np.floating
+    half: np.floating
+    one: np.floating
+    two: np.floating
+    inf: np.floating
+    nan: np.floating
+    mantissa_bits: int
+    exponent_bias: int
+    sign_mask: int
+    mantissa_mask: int
+    # Adding 1.5 * 2^mantissa_bits rounds a float (|v| < 2^(mantissa_bits-1)) to an
+    # integer and leaves that integer in the low bits of the sum: the rounded float and
+    # the integer for one addition (SIMD float64-to-int64 conversion needs AVX-512).
+    shifter: np.floating
+    shifter_bits: int
+    min_normal: np.floating
+    subnormal_scale: np.floating  # 2^subnormal_scale_log2 makes subnormals normal
+    subnormal_scale_log2: int
+    sqrt_half_bits: int
+    inv_ln2: np.floating
+    ln2_head: np.floating  # k * ln2_head is exact for every k the reductions produce
+    ln2_tail: np.floating
+    exp_low: np.floating  # exp(exp_low) rounds to 0
+    exp_high: np.floating  # exp(exp_high) rounds to inf, and 2^k splits into normal halves
+    expm1_low: np.floating  # expm1(expm1_low) rounds to -1
+    identity_below: np.floating  # |x| below it: expm1(x) and log1p(x) round to x
+    sin_identity_below: np.floating  # |x| below it: sin(x) rounds to x
+    expm1_poly: tuple  # P in expm1(r) = r + r^2 P(r)
+    log_poly: tuple  # Q in log(m) = f - f^2/2 + s (f^2/2 + z Q(z))
+    sin_poly: tuple  # S in sin(r) = r + r z S(z), z = r^2
+    cos_poly: tuple  # C in cos(r) = 1 - z/2 + z^2 C(z)
+
+
+def _table(float_type, mantissa_bits: int, exponent_bias: int, **approximation) -> _Constants:
+    """The constants table of a float type; hex strings and tuples of them become floats."""
+    int_type = np.int32 if float_type is np.float32 else np.int64
+    width = 8 * np.dtype(float_type).itemsize
+
+    def as_float(value):
+        if isinstance(value, tuple):
+            return tuple(as_float(v) for v in value)
+        return float_type(float.fromhex(value)) if isinstance(value, str) else value
+
+    def bits_of(value):
+        return int(float_type(value).view(int_type))
+
+    shifter = float_type(1.5 * 2.0**mantissa_bits)
+    return _Constants(
+        zero=float_type(0),
+        half=float_type(0.5),
+        one=float_type(1),
+        two=float_type(2),
+        inf=float_type(np.inf),
+        nan=float_type(np.nan),
+        mantissa_bits=mantissa_bits,
+        exponent_bias=exponent_bias,
+        sign_mask=-(1 << (width - 1)),
+        mantissa_mask=(1 << mantissa_bits) - 1,
+        shifter=shifter,
+        shifter_bits=bits_of(shifter),
+        min_normal=float_type(2.0 ** (1 - exponent_bias)),
+        subnormal_scale=float_type(2.0 ** (mantissa_bits + 2)),
+        subnormal_scale_log2=mantissa_bits + 2,
+        sqrt_half_bits=bits_of(np.sqrt(0.5)),
+        inv_ln2=float_type(1 / np.log(2)),
+        **{name: as_float(value) for name, value in approximation.items()},
+    )
+
+
+_FLOAT32 = _table(
+    np.float32,
+    mantissa_bits=23,
+    exponent_bias=127,
+    ln2_head="0x1.62e4p-1",  # 16 bits: |k| <= 150 has 8
+    ln2_tail="0x1.7f7d1cp-20",
+    exp_low="-0x1.ap+6",  # -104
+    exp_high="0x1.64p+6",  # 89
+    expm1_low="-0x1.2p+4",  # -18
+    identity_below="0x1p-25",
+    sin_identity_below="0x1p-12",
+    # r in [-0.35, 0.35], error 2^-29.3 relative to expm1(r)
+    expm1_poly=(
+        "0x1p-1",
+        "0x1.555556p-3",
+        "0x1.5554e4p-5",
+        "0x1.1110a8p-7",
+        "0x1.6d4930p-10",
+        "0x1.a18532p-13",
+    ),
+    # z in [0, 0.0295], error 2^-28.4
+    log_poly=("0x1.55555cp-1", "0x1.997bf8p-2", "0x1.2eee4ap-2"),
+    # r in [-0.786, 0.786] (pi/4 plus rounding slack), error 2^-28.3
+    sin_poly=("-0x1.555556p-3", "0x1.11110ep-7", "-0x1.a013a4p-13", "0x1.6dbcaep-19"),
+    # same interval, error 2^-29.5
+    cos_poly=("0x1.555554p-5", "-0x1.6c12dp-10", "0x1.9bd76p-16"),
+)
+
+_FLOAT64 = _table(
+    np.float64,
+    mantissa_bits=52,
+    exponent_bias=1023,
+    ln2_head="0x1.62e42fefa38p-1",  # 42 bits: |k| <= 1076 has 11
+    ln2_tail="0x1.ef35793c7673p-45",
+    exp_low="-0x1.750p+9",  # -746
+    exp_high="0x1.630p+9",  # 710
+    expm1_low="-0x1.4p+5",  # -40
+    identity_below="0x1p-54",
+    sin_identity_below="0x1p-26",
+    # r in [-0.35, 0.35], error 2^-60.2 relative to expm1(r)
+    expm1_poly=(
+        "0x1p-1",
+        "0x1.5555555555557p-3",
+        "0x1.5555555555558p-5",
+        "0x1.111111110ff84p-7",
+        "0x1.6c16c16c14fd4p-10",
+        "0x1.a01a01aca1b23p-13",
+        "0x1.a01a01adc550dp-16",
+        "0x1.71ddffeaa3c54p-19",
+        "0x1.27e4cae9784a9p-22",
+        "0x1.af529a72cca20p-26",
+        "0x1.1f8e776c5dcbep-29",
+    ),
+    # z in [0, 0.0295], error 2^-57.6
+    log_poly=(
+        "0x1.5555555555558p-1",
+        "0x1.99999999951bep-2",
+        "0x1.2492492e0f0a6p-2",
+        "0x1.c71c62c21245bp-3",
+        "0x1.7462be2d9da85p-3",
+        "0x1.39fd33e803559p-3",
+        "0x1.2b662c10a484ap-3",
+    ),
+    # r in [-0.786, 0.786], error 2^-55.5
+    sin_poly=(
+        "-0x1.5555555555555p-3",
+        "0x1.1111111110ba9p-7",
+        "-0x1.a01a019e81652p-13",
+        "0x1.71de37938f02cp-19",
+        "-0x1.ae6007e0b35f9p-26",
+        "0x1.5e09f722c2a56p-33",
+    ),
+    # same interval, error 2^-59.5
+    cos_poly=(
+        "0x1.5555555555555p-5",
+        "-0x1.6c16c16c16962p-10",
+        "0x1.a01a019f4d89cp-16",
+        "-0x1.27e4fa1658964p-22",
+        "0x1.1eeb67548c1a6p-29",
+        "-0x1.907c7e27d736bp-37",
+    ),
+)
+
+# pi/2 as three 23-bit heads and a 53-bit tail, for the float64 reduction of sin and cos.
+_TWO_OVER_PI = float.fromhex("0x1.45f306dc9c883p-1")
+_HALF_PI_1 = float.fromhex("0x1.921fb4p+0")
+_HALF_PI_2 = float.fromhex("0x1.4442dp-24")
+_HALF_PI_3 = float.fromhex("0x1.846988p-48")
+_HALF_PI_4 = float.fromhex("0x1.8cc51701b839ap-72")
+_SHIFTER_64 = _FLOAT64.shifter
+_SHIFTER_64_BITS = _FLOAT64.shifter_bits
+
+
+# ---------------------------------------------------------------------------------------
+# The algorithms, generic over the float type of x.
+
+
+@njit(inline="always")
+def _power_of_two(k, like, consts):
+    """2^k as a float of ``like``'s type, for k in the normal exponent range."""
+    return _float_from_bits((k + consts.exponent_bias) << consts.mantissa_bits, like)
+
+
+@njit(inline="always")
+def _expm1_kernel(r, consts):
+    """expm1(r) for |r| <= ln2/2, as a double-word: high + low."""
+    square_term = r * r * _polynomial(r, consts.expm1_poly)
+    high = r + square_term
+    return high, (r - high) + square_term  # Fast2Sum: |r| > |square_term|
+
+
+@njit(inline="always")
+def _exp_reduced(x, consts):
+    """(e, e_low, k) with exp(x) = 2^k (1 + e + e_low), k an integer, |x| <= exp_high.
+
+    x = k ln2 + r, |r| <= ln2/2 (Cody-Waite), and e + e_low = expm1(r) as a double-word:
+    expm1 needs it because 2^k e - (1 - 2^k) cancels when k != 0; exp ignores e_low,
+    and LLVM then drops what computes it.
+    """
+    shifted = x * consts.inv_ln2 + consts.shifter
+    k = shifted - consts.shifter
+    head = x - k * consts.ln2_head
+    tail = k * consts.ln2_tail
+    r = head - tail
+    lost = (head - r) - tail  # what rounding r lost (Fast2Sum)
+    e, e_low = _expm1_kernel(r, consts)
+    # expm1(r + lost) = expm1(r) + lost e^r
+    return e, e_low + (lost + lost * e), _bits(shifted) - consts.shifter_bits
+
+
+@njit(inline="always")
+def _exp(x, consts):
+    # The clamps keep k where 2^k splits into two normal factors; NaN passes them.
+    x = consts.exp_low if x < consts.exp_low else x
+    x = consts.exp_high if x > consts.exp_high else x
+    e, _, k = _exp_reduced(x, consts)
+    half = k >> 1
+    # (1 + e) 2^half is exact, so a subnormal result is rounded once, by the last product.
+    scaled = (consts.one + e) * _power_of_two(half, x, consts)
+    return scaled * _power_of_two(k - half, x, consts)
+
+
+@njit(inline="always")
+def _expm1(x, consts):
+    clamped = consts.expm1_low if x < consts.expm1_low else x
+    clamped = consts.exp_high if clamped > consts.exp_high else clamped
+    e, e_low, k = _exp_reduced(clamped, consts)
+    half = k >> 1
+    power_1 = _power_of_two(half, x, consts)
+    power_2 = _power_of_two(k - half, x, consts)
+    two_k = power_1 * power_2  # inf only where k is large and two_k is not used
+    # 2^k - 1 is exact while k <= mantissa_bits + 1. Past that, 2^k ((e - 2^-k) + 1)
+    # scales last, like exp, so it overflows only where the result does; 2^-k below
+    # 2^-(2 mantissa_bits) changes nothing, so k is capped there to keep 2^-k normal.
+    near_zero = (two_k * e + (two_k - consts.one)) + two_k * e_low
+    capped_k = k if k < 2 * consts.mantissa_bits else 2 * consts.mantissa_bits
+    minus_one = _power_of_two(-capped_k, x, consts)
+    large = (((e - minus_one) + e_low) + consts.one) * power_1 * power_2
+    y = large if k > consts.mantissa_bits + 1 else near_zero
+    return x if abs(x) < consts.identity_below else y
+
+
+@njit(inline="always")
+def _log_of_normal(u, k_offset, correction, consts):
+    """log(u) + k_offset ln2 + correction, for positive normal u and tiny correction."""
+    # Subtracting the bits of sqrt(1/2) makes the exponent field floor(log2(u / sqrt(1/2)))
+    # and the mantissa field that of m = u / 2^k, in [sqrt(1/2), sqrt(2)).
+    bits = _bits(u) - consts.sqrt_half_bits
+    k = _small_int_to_float((bits >> consts.mantissa_bits) + k_offset, u)
+    f = _float_from_bits((bits & consts.mantissa_mask) + consts.sqrt_half_bits, u) - consts.one
+    s = _divide(f, consts.two + f)
+    z = s * s
+    half_f_squared = consts.half * f * f
+    small = s * (half_f_squared + z * _polynomial(z, consts.log_poly))
+    small = small + (k * consts.ln2_tail + correction)
+    return k * consts.ln2_head - ((half_f_squared - small) - f)
+
+
+@njit(inline="always")
+def _log(x, consts):
+    subnormal = x < consts.min_normal
+    u = x * consts.subnormal_scale if subnormal else x
+    k_offset = -consts.subnormal_scale_log2 if subnormal else 0
+    y = _log_of_normal(u, k_offset, consts.zero, consts)
+    y = y if x < consts.inf else x  # +inf and NaN
+    y = consts.nan if x < consts.zero else y
+    return -consts.inf if x == consts.zero else y
+
+
+@njit(inline="always")
+def _log1p(x, consts):
+    u = consts.one + x
+    # The rounding error of 1 + x, exact by Fast2Sum, which subtracts the bigger operand.
+    error = (x - (u - consts.one)) if x < consts.one else (consts.one - (u - x))
+    y = _log_of_normal(u, 0, _divide(error, u), consts)
+    y = y if x < consts.inf else x  # +inf and NaN
+    y = consts.nan if x < -consts.one else y
+    y = -consts.inf if x == -consts.one else y
+    return x if abs(x) < consts.identity_below else y
+
+
+@njit(inline="always")
+def _tanh(x, consts):
+    # e = expm1(-2|x|) as in _expm1, simpler since k <= 0: 2^k is one normal factor.
+    minus_2a = -consts.two * abs(x)
+    clamped = consts.expm1_low if minus_2a < consts.expm1_low else minus_2a
+    e, e_low, k = _exp_reduced(clamped, consts)
+    two_k = _power_of_two(k, x, consts)
+    e = (two_k * e + (two_k - consts.one)) + two_k * e_low
+    magnitude = abs(_divide(e, e + consts.two))  # = -e / (e + 2), and +0 for x = -0
+    return _float_from_bits(_bits(magnitude) | (_bits(x) & consts.sign_mask), x)
+
+
+@njit(inline="always")
+def _logistic(x, consts):
+    e = _exp(-abs(x), consts)
+    numerator = consts.one if x >= consts.zero else e
+    return _divide(numerator, consts.one + e)
+
+
+@njit(inline="always")
+def _reduce_half_pi(x):
+    """(r, lo, q) with x = q pi/2 + r + lo, |r| <= pi/4 (plus rounding), x a float64.
+
+    Float32 inputs come here too. That costs about half of float32 sin's time, but a
+    float32 Cody-Waite reduction without FMA runs out of bits at |x| of a few thousand.
+    """
+    shifted = x * _TWO_OVER_PI + _SHIFTER_64
+    k = shifted - _SHIFTER_64
+    # k * head is exact for |k| < 2^30. The first two subtractions are exact too: the
+    # operands agree in their leading bits and the difference fits in 53 bits.
+    after_1 = x - k * _HALF_PI_1
+    after_2 = after_1 - k * _HALF_PI_2
+    product_3 = k * _HALF_PI_3
+    r = after_2 - product_3
+    # TwoSum: the rounding error of after_2 - product_3, exactly.
+    from_product = r - after_2
+    error = (after_2 - (r - from_product)) - (product_3 + from_product)
+    low = error - k * _HALF_PI_4
+    high = r + low
+    low = low - (high - r)
+    # Past |x| ~ 2^52 k is not the nearest integer and high is garbage: keep it bounded.
+    high = 0.0 if abs(high) > 1.0 else high
+    low = 0.0 if abs(low) > 1.0 else low
+    return high, low, _bits(shifted) & 3
+
+
+@njit(inline="always")
+def _sin_shifted(x, quarter_turns, consts):
+    """sin(x + quarter_turns * pi/2)."""
+    r, lo, q = _reduce_half_pi(np.float64(x))
+    r, lo = _round_double_word(r, lo, x)
+    z = r * r
+    # sin(r + lo) ~ sin(r) + lo (1 - r^2/2)
+    sin_r = r + (lo * (consts.one - consts.half * z) + r * z * _polynomial(z, consts.sin_poly))
+    # cos(r + lo) ~ cos(r) - lo r, with the rounding error of 1 - z/2 added back
+    half_z = consts.half * z
+    w = consts.one - half_z
+    cos_tail = z * z * _polynomial(z, consts.cos_poly) - r * lo
+    cos_r = w + (((consts.one - w) - half_z) + cos_tail)
+    q = q + quarter_turns
+    y = cos_r if q & 1 else sin_r
+    return -y if q & 2 else y
+
+
+@njit(inline="always")
+def _sin(x, consts):
+    y = _sin_shifted(x, 0, consts)
+    return x if abs(x) < consts.sin_identity_below else y
+
+
+@njit(inline="always")
+def _cos(x, consts):
+    return _sin_shifted(x, 1, consts)
+
+
+# ---------------------------------------------------------------------------------------
+# The public functions: an algorithm, its argument cast to a float type, and that type's
+# constants.
+#
+# forceinline marks the compiled function alwaysinline for LLVM: it is compiled once per
+# argument type and then must be inlined into every caller. (Numba's inline="always"
+# would instead copy the body into each caller and compile it there: twice the compile
+# time per call site, and under the caller's flags, where fastmath=True lets LLVM
+# simplify away the error-free transformations and the NaN and infinity handling.)
+# fastmath=False is explicit because an unset flag is inherited from the caller.
+
+
+def _specialise(algorithm, float_type, consts):
+    def specialised(x):
+        return algorithm(float_type(x), consts)
+
+    function = algorithm.__name__.lstrip("_")
+    name = f"{function}_f{np.dtype(float_type).itemsize * 8}"
+    specialised.__name__ = specialised.__qualname__ = name
+    specialised.__doc__ = f"{function} of x cast to {float_type.__name__}, inlined into the caller."
+    return njit(forceinline=True, fastmath=False)(specialised)
+
+
+exp_f32 = _specialise(_exp, np.float32, _FLOAT32)
+exp_f64 = _specialise(_exp, np.float64, _FLOAT64)
+expm1_f32 = _specialise(_expm1, np.float32, _FLOAT32)
+expm1_f64 = _specialise(_expm1, np.float64, _FLOAT64)
+log_f32 = _specialise(_log, np.float32, _FLOAT32)
+log_f64 = _specialise(_log, np.float64, _FLOAT64)
+log1p_f32 = _specialise(_log1p, np.float32, _FLOAT32)
+log1p_f64 = _specialise(_log1p, np.float64, _FLOAT64)
+tanh_f32 = _specialise(_tanh, np.float32, _FLOAT32)
+tanh_f64 = _specialise(_tanh, np.float64, _FLOAT64)
+logistic_f32 = _specialise(_logistic, np.float32, _FLOAT32)
+logistic_f64 = _specialise(_logistic, np.float64, _FLOAT64)
+sin_f32 = _specialise(_sin, np.float32, _FLOAT32)
+sin_f64 = _specialise(_sin, np.float64, _FLOAT64)
+cos_f32 = _specialise(_cos, np.float32, _FLOAT32)
+cos_f64 = _specialise(_cos, np.float64, _FLOAT64)
+
+_float32 = np.dtype("float32")
+_float64 = np.dtype("float64")
+FUNCTIONS = {
+    ("exp", _float32): exp_f32,
+    ("exp", _float64): exp_f64,
+    ("expm1", _float32): expm1_f32,
+    ("expm1", _float64): expm1_f64,
+    ("log", _float32): log_f32,
+    ("log", _float64): log_f64,
+    ("log1p", _float32): log1p_f32,
+    ("log1p", _float64): log1p_f64,
+    ("tanh", _float32): tanh_f32,
+    ("tanh", _float64): tanh_f64,
+    ("logistic", _float32): logistic_f32,
+    ("logistic", _float64): logistic_f64,
+    ("sin", _float32): sin_f32,
+    ("sin", _float64): sin_f64,
+    ("cos", _float32): cos_f32,
+    ("cos", _float64): cos_f64,
+}
+
+# The most ulps any result may be off by, for either float type; measured maxima are in
+# the module docstring.
+_ULP_BOUND = {
+    "exp": 1,
+    "expm1": 1.5,
+    "log": 1,
+    "log1p": 1,
+    "tanh": 3,
+    "logistic": 2.5,
+    "sin": 1,
+    "cos": 1,
+}
+ULP_BOUNDS = {(name, dtype): _ULP_BOUND[name] for name, dtype in FUNCTIONS}
