@@ -6,13 +6,14 @@ This is the layer that wires tracer, transforms, passes and backends together.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import backends
+from . import backends, passes
 from .config import config
 from .ir import dtypes
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -21,6 +22,7 @@ from .ir.higher_order import jit_call_p, set_impl
 from .tracer import Tracer, bind, tree_flatten, tree_unflatten
 from .tracer.core import current_trace, trace_flat
 from .tracer.source_info import user_frame_info
+from .transforms import jaxprs as transforms_jaxprs
 
 logger = logging.getLogger("numbax")
 
@@ -31,9 +33,16 @@ def _leaf_aval(leaf) -> tuple[ShapedArray, bool]:
     """The abstract value of an argument leaf, and whether it is weakly typed."""
     if isinstance(leaf, Tracer):
         return leaf.aval, False
-    if isinstance(leaf, (bool, int, float)):
-        # A Python scalar argument promotes like a Python scalar (NEP 50), as in JAX.
+    if isinstance(leaf, (bool, int, float)) and not isinstance(leaf, np.generic):
+        # A Python scalar argument promotes like a Python scalar (NEP 50), as in JAX;
+        # np.float64 subclasses float but is strongly typed.
         return ShapedArray((), dtypes.result_type(leaf)), True
+    if _is_device_array(leaf):
+        # Its type is read from the interface: the data stays on the device.
+        interface = getattr(leaf, "__cuda_array_interface__", None)
+        if interface is not None:
+            return ShapedArray(interface["shape"], np.dtype(interface["typestr"])), False
+        return ShapedArray(leaf.shape, leaf.dtype), False
     try:
         array = np.asarray(leaf)
     except Exception as err:  # noqa: BLE001 - reported as a numbax error below
@@ -45,18 +54,39 @@ def _leaf_aval(leaf) -> tuple[ShapedArray, bool]:
     return ShapedArray(array.shape, array.dtype), False
 
 
-def _to_array(leaf, aval: ShapedArray):
+def _is_device_array(leaf) -> bool:
+    """An array in GPU memory: it has the CUDA Array Interface (Numba, CuPy, PyTorch), or
+    Numba's own marker, which the CUDA simulator's arrays carry too."""
+    return hasattr(leaf, "__cuda_array_interface__") or bool(
+        getattr(leaf, "__cuda_ndarray__", False)
+    )
+
+
+def _to_array(leaf, aval: ShapedArray, keep_device: bool = False):
+    """The argument as the executable takes it: a NumPy array, or the device array
+    itself when the executable runs on the device (``accepts_device_arrays``)."""
     if isinstance(leaf, np.ndarray) and leaf.dtype == aval.dtype:
         return leaf
+    if _is_device_array(leaf):
+        if keep_device:
+            return leaf
+        try:
+            return np.asarray(leaf, dtype=aval.dtype)
+        except TypeError:  # CuPy refuses implicit copies to the host
+            from numba import cuda
+
+            return cuda.as_cuda_array(leaf).copy_to_host().astype(aval.dtype, copy=False)
     return np.asarray(leaf, dtype=aval.dtype)
 
 
 def closure_convert(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
-    """Turn constvars into leading invars, returning the jaxpr and the const values."""
-    jaxpr = closed.jaxpr
-    return Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.eqns, jaxpr.outvars), list(
-        closed.consts
-    )
+    """Turn constvars into leading invars, returning the jaxpr and the const values.
+
+    The converted jaxpr is cached per source jaxpr: a ``jit_call`` of the same function
+    then carries the same sub-jaxpr every call, so the caches keyed by jaxpr identity
+    (compiled calls, the VJP split of ``grad(jit(f))``) hit.
+    """
+    return transforms_jaxprs.closure_convert(closed)
 
 
 def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict | None = None, concrete=False):
@@ -114,19 +144,64 @@ def _as_tuple(x) -> tuple:
     return (x,) if isinstance(x, int) else tuple(x)
 
 
+def _complete_statics(fun, argnums: tuple, argnames: tuple) -> tuple[tuple, tuple]:
+    """A static parameter may be passed by position or by name, as in JAX: complete
+    ``static_argnums`` and ``static_argnames`` from each other through the signature."""
+    try:
+        parameters = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        return argnums, argnames
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in parameters if p.kind in kinds]
+    count = len(positional)
+    nums = [i + count if i < 0 and -count <= i else i for i in argnums]
+    names = list(argnames)
+    for i in nums:
+        if 0 <= i < count and positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            names.append(positional[i].name)
+    nums += [k for k, p in enumerate(positional) if p.name in argnames]
+    return tuple(dict.fromkeys(nums)), tuple(dict.fromkeys(names))
+
+
+class _CacheEntry:
+    """One traced signature of a jitted function. Compiling waits for the first concrete
+    call: a function only ever traced under another transform (``grad(jit(f))``) is
+    compiled as part of that transform's program instead."""
+
+    __slots__ = ("closed", "out_tree", "backend_name", "_executable")
+
+    def __init__(self, closed: ClosedJaxpr, out_tree, backend_name: str):
+        self.closed, self.out_tree, self.backend_name = closed, out_tree, backend_name
+        self._executable = None
+
+    def executable(self, name: str):
+        if self._executable is None:
+            self._executable = _compile_closed(self.closed, self.backend_name, name)
+        return self._executable
+
+
 class JitFunction:
     """A function compiled by ``jit``; call it like the original."""
 
+    # It cannot branch on values, so transforms trace it abstractly (transforms/tracing.py).
+    needs_concrete_values = False
+
     def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None):
         functools.update_wrapper(self, fun)
+        # update_wrapper copies only what exists: a functools.partial has no __name__.
+        self.__name__ = getattr(fun, "__name__", type(fun).__name__)
         self.fun = fun
-        self.static_argnums = _as_tuple(static_argnums)
-        self.static_argnames = tuple(
-            (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+        self.static_argnums, self.static_argnames = _complete_statics(
+            fun,
+            _as_tuple(static_argnums),
+            (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames),
         )
         self.backend = backend
         self._cache: dict = {}
         self._last_key = None
+        # signature -> (executable, out_tree or None for a single array output)
+        self._fast: dict = {}
+        self._fast_ok = not self.static_argnums and not self.static_argnames
         self.traces = 0
         self.hits = 0
 
@@ -135,16 +210,9 @@ class JitFunction:
         return CacheInfo(self.traces, self.hits, self.traces, len(self._cache))
 
     def _split(self, args, kwargs):
-        static_pos = tuple(i % len(args) if args else i for i in self.static_argnums)
-        statics = []
-        for i in static_pos:
-            if i >= len(args):
-                raise StaticArgumentError(
-                    at_line(f"static_argnums={self.static_argnums} refers to argument {i}, but "
-                            f"only {len(args)} positional arguments were given",
-                            user_frame_info())
-                )
-            statics.append((i, args[i]))
+        # A static argument not given by position was given by name, or left at its default.
+        static_pos = tuple(i + len(args) if i < 0 else i for i in self.static_argnums)
+        statics = [(i, args[i]) for i in static_pos if i < len(args)]
         statics += [(k, kwargs[k]) for k in self.static_argnames if k in kwargs]
         for where, value in statics:
             try:
@@ -167,9 +235,24 @@ class JitFunction:
             kw.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return self.fun(*full, **kw)
 
-        return call, dynamic, dyn_kwargs, tuple(statics)
+        # The type is part of the key: 2 == 2.0 and they hash alike, but they trace
+        # differently (an int static times an int array stays int).
+        return call, dynamic, dyn_kwargs, tuple((w, type(v), v) for w, v in statics)
 
     def __call__(self, *args, **kwargs):
+        # Fast path: positional NumPy arrays of supported dtypes, nothing static. The key
+        # is built without flattening a pytree; a miss falls through to the general path.
+        if not kwargs and self._fast_ok and all(type(a) is np.ndarray for a in args):
+            backend_name = self.backend or backends.default_backend_name()
+            entry = self._fast.get((backend_name, tuple([(a.shape, a.dtype) for a in args])))
+            if entry is not None:
+                self.hits += 1
+                executable, out_tree = entry
+                outs = executable(*args)
+                return outs[0] if out_tree is None else tree_unflatten(out_tree, outs)
+        return self._call_general(args, kwargs)
+
+    def _call_general(self, args, kwargs):
         call, dynamic, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((tuple(dynamic), dyn_kwargs))
         avals_weak = tuple(_leaf_aval(leaf) for leaf in leaves)
@@ -180,22 +263,35 @@ class JitFunction:
             entry = self._compile(call, dynamic, dyn_kwargs, key, backend_name)
         else:
             self.hits += 1
-        closed, executable, out_tree = entry
+        closed, out_tree = entry.closed, entry.out_tree
         if current_trace() is not None and any(isinstance(x, Tracer) for x in leaves):
             jaxpr, consts = closure_convert(closed)
             outs = bind(jit_call_p, *consts, *leaves, jaxpr=jaxpr, name=self.__name__)
         else:
-            arrays = [_to_array(leaf, a) for leaf, (a, _) in zip(leaves, avals_weak)]
+            executable = entry.executable(self.__name__)
+            if self._fast_ok:
+                self._remember_fast(args, kwargs, avals_weak, backend_name, executable, out_tree)
+            keep = getattr(executable, "accepts_device_arrays", False)
+            arrays = [_to_array(x, a, keep) for x, (a, _) in zip(leaves, avals_weak, strict=True)]
             outs = executable(*arrays)
         return tree_unflatten(out_tree, outs)
+
+    def _remember_fast(self, args, kwargs, avals_weak, backend_name, executable, out_tree):
+        """Enter this signature in the fast-path cache when the fast path can see it."""
+        if kwargs or not all(type(a) is np.ndarray for a in args):
+            return
+        if any(a.dtype != aval.dtype for a, (aval, _) in zip(args, avals_weak)):
+            return
+        single = out_tree.num_leaves == 1 and out_tree.kind == "leaf"
+        key = (backend_name, tuple([(a.shape, a.dtype) for a in args]))
+        self._fast[key] = (executable, None if single else out_tree)
 
     def _compile(self, call, dynamic, dyn_kwargs, key, backend_name):
         self.traces += 1
         if config.log_compiles:
             logger.warning("numbax: tracing %s (%s)", self.__name__, self._reason(key))
         closed, _, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs)
-        executable = _compile_closed(closed, backend_name, self.__name__)
-        self._cache[key] = entry = (closed, executable, out_tree)
+        self._cache[key] = entry = _CacheEntry(closed, out_tree, backend_name)
         self._last_key = key
         if config.log_compiles:
             logger.warning("numbax: %s traced to %d equations", self.__name__, len(closed.eqns))
@@ -217,7 +313,8 @@ class JitFunction:
             ]
             return "new shapes/dtypes: " + "; ".join(changes)
         if static != old_static:
-            return f"new static arguments {static} (was {old_static})"
+            show = lambda statics: ", ".join(f"{w}={v!r}" for w, _, v in statics)
+            return f"new static arguments {show(static)} (was {show(old_static)})"
         return f"new backend {backend} (was {old_backend})"
 
     def lower(self, *args, **kwargs):
@@ -228,15 +325,41 @@ class JitFunction:
 
 
 class Lowered:
-    """A traced program before compilation: ``as_text()``, ``compile()``."""
+    """A traced program before compilation.
+
+    ``jaxpr`` is the program as traced; ``as_text()`` prints it optimised and fused into
+    kernels (``fused``), ``pass_log`` says what each pass changed, ``memory_plan`` how
+    intermediates share buffers, ``dump_passes(dir)`` writes the IR after every pass.
+    """
 
     def __init__(self, closed: ClosedJaxpr, backend_name: str, name: str):
         self.jaxpr = closed
         self.backend_name = backend_name
         self.name = name
+        self._optimized = None
+
+    def _optimize(self):
+        if self._optimized is None:
+            self._optimized = passes.optimize(self.jaxpr, name=self.name)
+        return self._optimized
+
+    @property
+    def fused(self) -> ClosedJaxpr:
+        return self._optimize()[0]
+
+    @property
+    def pass_log(self) -> passes.PassLog:
+        return self._optimize()[1]
+
+    @property
+    def memory_plan(self) -> passes.MemoryPlan:
+        return self.pass_log.memory_plan
+
+    def dump_passes(self, directory: str) -> None:
+        passes.optimize(self.jaxpr, dump_dir=directory, name=self.name)
 
     def as_text(self) -> str:
-        return str(self.jaxpr)
+        return str(self.fused)
 
     def compile(self):
         return _compile_closed(self.jaxpr, self.backend_name, self.name)
@@ -269,7 +392,9 @@ def _compiled_call(jaxpr: Jaxpr, backend_name: str):
 
 
 def _jit_call_impl(*args, jaxpr: Jaxpr, name: str = "jit_call"):
-    return _compiled_call(jaxpr, backends.default_backend_name())(*args)
+    outs = _compiled_call(jaxpr, backends.default_backend_name())(*args)
+    # An eager call computes on the host: results on the device come back as NumPy arrays.
+    return [np.asarray(out) if _is_device_array(out) else out for out in outs]
 
 
 set_impl(jit_call_p, _jit_call_impl)
