@@ -7,6 +7,7 @@
 | NUMBAX_CACHE_DIR       | on-disk compile cache folder ("" or "off" disables it)      |
 | NUMBAX_DUMP            | folder to write the IR after every pass into                |
 | NUMBAX_DEBUG_CHECKS    | 1: typecheck after every pass (always on in the tests)      |
+| NUMBAX_CUDA_CUBLAS     | 1: cuda backend's large f32/f64 matmuls via cuBLAS (CuPy)   |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -36,6 +37,7 @@ class Config:
     cache_dir: str | None = field(default_factory=_default_cache_dir)
     dump_dir: str | None = field(default_factory=lambda: os.environ.get("NUMBAX_DUMP") or None)
     debug_checks: bool = field(default_factory=lambda: _flag("NUMBAX_DEBUG_CHECKS"))
+    cuda_cublas: bool = field(default_factory=lambda: _flag("NUMBAX_CUDA_CUBLAS"))
 
 
 config = Config()

@@ -4,7 +4,10 @@ used, so ``import numbax`` does not import Numba."""
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
+import os
 
 from ..config import config
 
@@ -32,8 +35,14 @@ def get_backend(name: str | None = None):
 
 
 def default_backend_name() -> str:
-    if config.backend:
-        return config.backend
+    """``config.backend`` if set, else the best backend this machine has (detected once)."""
+    return config.backend or _detected_default()
+
+
+@functools.cache
+def _detected_default() -> str:
+    if _gpu_visible():
+        return "cuda"
     for name in ("cpu",):
         try:
             module = importlib.import_module(_MODULES[name])
@@ -42,3 +51,19 @@ def default_backend_name() -> str:
         if hasattr(module, "backend"):
             return name
     return "interpret"
+
+
+def _gpu_visible() -> bool:
+    """A real GPU Numba can use: the CUDA extra is installed, the simulator is off (it is
+    chosen only by name), and a device answers. Asked on the first jit call, not at
+    ``import numbax``."""
+    if importlib.util.find_spec("numba_cuda") is None:
+        return False
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+        return False
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken driver means no GPU, not a failed jit
+        return False

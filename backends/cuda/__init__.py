@@ -1,0 +1,61 @@
+"""The ``cuda`` backend: every fused kernel becomes a ``numba.cuda.jit`` kernel.
+
+    >>> import numpy as np, numbax
+    >>> f = numbax.jit(lambda x: np.tanh(x) * 2.0, backend="cuda")  # doctest: +SKIP
+    >>> y = f(np.ones(3, np.float32))   # a device array; np.asarray(y) copies it back
+
+The pipeline: ``passes.optimize`` fuses the program into kernels; ``program`` gives each
+kernel a generator (``elementwise``, ``reduction``, ``contraction``, ``scatter``,
+``cumsum``) that writes readable Python source, named after the user's function and
+commented with the eqns each line computes; ``loader`` compiles it with Numba;
+``launcher`` runs it with device-resident buffers. ``ptx`` compiles the same kernels to
+PTX for sm_90 without a GPU.
+
+Tested without a GPU under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), where the
+same kernels run with small launch shapes and without warp shuffles (see ``options``).
+"""
+
+from __future__ import annotations
+
+from ...ir.core import ClosedJaxpr
+from .launcher import CudaExecutable
+from .options import CudaOptions
+from .program import CudaProgram, build_program
+
+try:  # the optimisation passes; without them every eqn is a kernel of its own
+    from ...passes import optimize
+except ImportError:  # pragma: no cover - only while the passes are being written
+    optimize = None
+
+__all__ = [
+    "CudaBackend",
+    "CudaExecutable",
+    "CudaOptions",
+    "CudaProgram",
+    "backend",
+    "build_program",
+]
+
+
+class CudaBackend:
+    name = "cuda"
+
+    def __init__(self, options: CudaOptions | None = None):
+        self._options = options
+
+    @property
+    def options(self) -> CudaOptions:
+        """The given options, else the preset for a GPU or for the simulator."""
+        return self._options or CudaOptions.default()
+
+    def lower(self, closed: ClosedJaxpr, name: str = "fn") -> CudaProgram:
+        """The fused program and its generated kernels, not compiled."""
+        if optimize is not None:
+            closed, _ = optimize(closed, name=name)
+        return build_program(closed, name, self.options)
+
+    def compile(self, closed: ClosedJaxpr, name: str = "fn") -> CudaExecutable:
+        return CudaExecutable(self.lower(closed, name))
+
+
+backend = CudaBackend()

@@ -1,0 +1,72 @@
+"""Arrays on the device: recognising them, viewing them without copies, moving NumPy
+arrays in.
+
+A device array is anything with ``__cuda_array_interface__`` (Numba, CuPy, PyTorch,
+JAX...) or Numba's own marker ``__cuda_ndarray__`` (which the simulator's arrays also
+carry). Foreign ones are viewed through ``numba.cuda.as_cuda_array``: no copy, and
+the producer's stream is synchronised as the interface asks. The kernels read flat
+C-contiguous arrays, so every array crosses into them as a 1-D view.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.core import ShapedArray
+from ...ir.errors import NumbaxTypeError
+
+
+def is_device_array(value) -> bool:
+    return hasattr(value, "__cuda_array_interface__") or bool(
+        getattr(value, "__cuda_ndarray__", False)
+    )
+
+
+def as_numba_array(value):
+    """A Numba device array viewing ``value``'s memory (no copy)."""
+    from numba import cuda
+
+    if getattr(value, "__cuda_ndarray__", False):
+        return value
+    return cuda.as_cuda_array(value)
+
+
+def flat_view(array):
+    return array.reshape(array.size)
+
+
+def device_input(value, aval: ShapedArray, stream):
+    """A flat device array holding the argument: a view of a device array, or a copy
+    of a host array."""
+    from numba import cuda
+
+    if is_device_array(value):
+        array = as_numba_array(value)
+        if np.dtype(array.dtype) != aval.dtype or tuple(array.shape) != aval.shape:
+            raise NumbaxTypeError(
+                f"device array of type {np.dtype(array.dtype)}{list(array.shape)} passed where "
+                f"the compiled function expects {aval.str_short()}; convert it on the device "
+                "first (numbax supports float32, float64, int32, int64 and bool)"
+            )
+        if array.size and not array.is_c_contiguous():
+            raise NumbaxTypeError(
+                "the cuda backend reads C-contiguous device arrays; pass a contiguous copy "
+                "(cupy.ascontiguousarray(x), tensor.contiguous())"
+            )
+        return flat_view(array)
+    host = np.ascontiguousarray(np.asarray(value, dtype=aval.dtype)).reshape(-1)
+    return cuda.to_device(host, stream=stream)
+
+
+def device_empty(size: int, dtype, stream):
+    from numba import cuda
+
+    return cuda.device_array(size, dtype=dtype, stream=stream)
+
+
+def device_constant(value, aval: ShapedArray, stream):
+    """A device array of ``aval`` filled from a host value (consts, literal outputs)."""
+    from numba import cuda
+
+    host = np.ascontiguousarray(np.broadcast_to(np.asarray(value, aval.dtype), aval.shape))
+    return cuda.to_device(host.reshape(-1), stream=stream).reshape(aval.shape)

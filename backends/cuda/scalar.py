@@ -1,0 +1,221 @@
+"""Scalar code for elementwise primitives: one rule per primitive, keyed by its name.
+
+A rule receives the operands as Python expressions (already loaded, already typed) and
+the equation, and returns the expression of the result, in the result's dtype. Types are
+explicit because Numba's are not NumPy's: a Python float literal is float64 (so float32
+code uses ``float32(1.5)``), int32 arithmetic widens to int64 (so int32 results are
+wrapped back with ``int32(...)``, which also gives NumPy's wrap-around), and float math
+goes through libdevice's float32 or float64 variant by name (``expf``/``exp``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir import dtypes
+
+TYPE_NAMES = {
+    dtypes.float32: "float32",
+    dtypes.float64: "float64",
+    dtypes.int32: "int32",
+    dtypes.int64: "int64",
+    dtypes.bool_: "boolean",
+}
+
+
+def type_name(dtype) -> str:
+    return TYPE_NAMES[np.dtype(dtype)]
+
+
+def constant(value, dtype) -> str:
+    """A typed constant: ``float32(1.5)``, ``int64(-3)``, ``float64(-math.inf)``, ``True``."""
+    dtype = np.dtype(dtype)
+    if dtype == dtypes.bool_:
+        return "True" if bool(value) else "False"
+    if dtype.kind == "f":
+        value = float(value)
+        if math.isnan(value):
+            text = "math.nan"
+        elif math.isinf(value):
+            text = "math.inf" if value > 0 else "-math.inf"
+        else:
+            text = repr(value)
+        return f"{type_name(dtype)}({text})"
+    return f"{type_name(dtype)}({int(value)})"
+
+
+def cast(expr: str, dtype) -> str:
+    """Convert ``expr`` to ``dtype`` (to bool as NumPy does: non-zero is True)."""
+    dtype = np.dtype(dtype)
+    if dtype == dtypes.bool_:
+        return f"({expr} != 0)"
+    return f"{type_name(dtype)}({expr})"
+
+
+def wrap(expr: str, dtype) -> str:
+    """Integer arithmetic result in ``dtype``: int32 wraps around like NumPy's."""
+    return f"int32({expr})" if np.dtype(dtype) == dtypes.int32 else f"({expr})"
+
+
+def libdevice(name: str, dtype, *args: str) -> str:
+    suffix = "f" if np.dtype(dtype) == dtypes.float32 else ""
+    return f"libdevice.{name}{suffix}({', '.join(args)})"
+
+
+def _dtype(eqn, position=0):
+    return eqn.inputs[position].aval.dtype
+
+
+def _is_float(eqn) -> bool:
+    return _dtype(eqn).kind == "f"
+
+
+# --- the rule table ---------------------------------------------------------------------
+
+SCALAR_RULES: dict = {}
+
+
+def _rule(*names):
+    def register(fn):
+        for name in names:
+            SCALAR_RULES[name] = fn
+        return fn
+
+    return register
+
+
+for _name in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sqrt", "rsqrt", "floor",
+              "ceil"):  # fmt: skip
+    SCALAR_RULES[_name] = lambda args, eqn, _n=_name: libdevice(_n, _dtype(eqn), args[0])
+
+SCALAR_RULES["round"] = lambda args, eqn: libdevice("rint", _dtype(eqn), args[0])  # half-even
+SCALAR_RULES["pow"] = lambda args, eqn: libdevice("pow", _dtype(eqn), *args)
+SCALAR_RULES["atan2"] = lambda args, eqn: libdevice("atan2", _dtype(eqn), *args)
+SCALAR_RULES["stop_gradient"] = lambda args, eqn: args[0]
+
+
+@_rule("logistic")
+def _logistic(args, eqn):
+    one = constant(1, _dtype(eqn))
+    return f"({one} / ({one} + {libdevice('exp', _dtype(eqn), f'-{args[0]}')}))"
+
+
+@_rule("neg")
+def _neg(args, eqn):
+    return f"(-{args[0]})" if _is_float(eqn) else wrap(f"-{args[0]}", _dtype(eqn))
+
+
+@_rule("abs")
+def _abs(args, eqn):
+    return f"abs({args[0]})" if _is_float(eqn) else wrap(f"abs({args[0]})", _dtype(eqn))
+
+
+@_rule("sign")
+def _sign(args, eqn):
+    (x,), dtype = args, _dtype(eqn)
+    one, minus_one = constant(1, dtype), constant(-1, dtype)
+    # Zero (and NaN, for floats) is its own sign.
+    rest = x if _is_float(eqn) else constant(0, dtype)
+    return f"({one} if {x} > 0 else ({minus_one} if {x} < 0 else {rest}))"
+
+
+@_rule("not")
+def _not(args, eqn):
+    if _dtype(eqn) == dtypes.bool_:
+        return f"(not {args[0]})"
+    return wrap(f"~{args[0]}", _dtype(eqn))
+
+
+def _arithmetic(op):
+    def rule(args, eqn):
+        expr = f"{args[0]} {op} {args[1]}"
+        return f"({expr})" if _is_float(eqn) else wrap(expr, _dtype(eqn))
+
+    return rule
+
+
+SCALAR_RULES["add"] = _arithmetic("+")
+SCALAR_RULES["sub"] = _arithmetic("-")
+SCALAR_RULES["mul"] = _arithmetic("*")
+
+
+def truncated_division(a: str, b: str, dtype) -> str:
+    """C's integer division (toward zero); NumPy's ``x // 0`` is 0."""
+    floor = f"({a} // {b})"
+    inexact = f"({a} % {b} != 0 and (({a} < 0) != ({b} < 0)))"
+    return wrap(f"0 if {b} == 0 else ({floor} + 1 if {inexact} else {floor})", dtype)
+
+
+@_rule("div")
+def _div(args, eqn):
+    a, b = args
+    return f"({a} / {b})" if _is_float(eqn) else truncated_division(a, b, _dtype(eqn))
+
+
+@_rule("rem")
+def _rem(args, eqn):
+    a, b = args
+    if _is_float(eqn):
+        return libdevice("fmod", _dtype(eqn), a, b)
+    quotient = truncated_division(a, b, _dtype(eqn))
+    return wrap(f"0 if {b} == 0 else {a} - {b} * {quotient}", _dtype(eqn))
+
+
+def maximum(a: str, b: str, dtype) -> str:
+    """NumPy's maximum: a NaN on either side wins."""
+    if np.dtype(dtype).kind == "f":
+        return f"({a} if ({a} > {b} or {a} != {a}) else {b})"
+    return f"({a} if {a} > {b} else {b})"
+
+
+def minimum(a: str, b: str, dtype) -> str:
+    if np.dtype(dtype).kind == "f":
+        return f"({a} if ({a} < {b} or {a} != {a}) else {b})"
+    return f"({a} if {a} < {b} else {b})"
+
+
+SCALAR_RULES["max"] = lambda args, eqn: maximum(*args, _dtype(eqn))
+SCALAR_RULES["min"] = lambda args, eqn: minimum(*args, _dtype(eqn))
+
+
+@_rule("and", "or")
+def _bitwise(args, eqn):
+    op = "&" if eqn.prim.name == "and" else "|"
+    expr = f"{args[0]} {op} {args[1]}"
+    return f"({expr})" if _dtype(eqn) == dtypes.bool_ else wrap(expr, _dtype(eqn))
+
+
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+for _name, _op in _COMPARISONS.items():
+    SCALAR_RULES[_name] = lambda args, eqn, _op=_op: f"({args[0]} {_op} {args[1]})"
+
+SCALAR_RULES["select"] = lambda args, eqn: f"({args[1]} if {args[0]} else {args[2]})"
+
+
+@_rule("convert_element_type")
+def _convert(args, eqn):
+    new = np.dtype(eqn.params["new_dtype"])
+    return args[0] if new == _dtype(eqn) else cast(args[0], new)
+
+
+# Powers up to this exponent are multiplications; above, pow (floats) or Numba's
+# exponentiation by squaring (integers, which wraps like NumPy's).
+_MULTIPLY_UP_TO = 4
+
+
+@_rule("integer_pow")
+def _integer_pow(args, eqn):
+    (x,), y, dtype = args, eqn.params["y"], _dtype(eqn)
+    one = constant(1, dtype)
+    if y == 0:
+        return one
+    if abs(y) <= _MULTIPLY_UP_TO:
+        product = " * ".join([x] * abs(y))
+        power = f"({product})" if _is_float(eqn) else wrap(product, dtype)
+    elif _is_float(eqn):
+        power = libdevice("pow", dtype, x, constant(abs(y), dtype))
+    else:
+        power = wrap(f"{x} ** {abs(y)}", dtype)
+    return power if y > 0 else f"({one} / {power})"

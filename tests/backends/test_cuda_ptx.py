@@ -1,0 +1,219 @@
+"""The CUDA backend's GPU code, checked without a GPU: generated with the GPU presets
+(warp shuffles on, full-size blocks and tiles) and compiled to PTX for sm_90 with
+``numba.cuda.compile_ptx``. Also the generator's tables against the primitive registry.
+
+Runs in a plain ``python -m pytest`` (the PTX compiler needs the real numba.cuda, so
+these tests skip under NUMBA_ENABLE_CUDASIM=1, where test_cuda.py runs instead).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+
+import numbax
+import numpy as np
+import pytest
+
+SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+pytestmark = pytest.mark.skipif(SIMULATED, reason="PTX needs the real numba.cuda")
+
+VIEWS = ("reshape", "squeeze", "expand_dims")
+STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block may declare without opting in to more
+_SHARED = re.compile(r"\.shared\s+\.align\s+\d+\s+\.b8\s+\S+\[(\d+)\]")
+
+
+def shared_bytes(ptx: str) -> int:
+    return sum(int(size) for size in _SHARED.findall(ptx))
+
+
+def expected_kernels(closed) -> int:
+    """The kernels of the fused program that the CUDA program launches: every kernel
+    but those that only reshape an operand (a view of the same buffer on the device)."""
+    from numbax.passes import optimize
+
+    fused, _ = optimize(closed)
+    count = 0
+    for eqn in fused.eqns:
+        body = eqn.params.get("jaxpr") if eqn.prim.name == "kernel" else None
+        only_view = (
+            body is not None
+            and len(body.eqns) == 1
+            and body.eqns[0].prim.name in VIEWS
+            and body.eqns[0].inputs[0] in body.invars
+        )
+        count += not only_view
+    return count
+
+
+def compile_and_count(fun, args, name):
+    from numbax.backends.cuda.ptx import program_ptx
+
+    closed = numbax.make_jaxpr(fun)(*args)
+    kernels = program_ptx(closed, name)
+    for kernel_name, ptx in kernels:
+        assert ptx.count(".entry") == 1, kernel_name
+        assert ".target sm_90" in ptx
+        assert shared_bytes(ptx) <= STATIC_SHARED_LIMIT, kernel_name
+    assert len(kernels) == expected_kernels(closed), [k for k, _ in kernels]
+    return dict(kernels)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+F32 = np.float32
+
+
+def _arrays(*shapes, dtype=F32):
+    return tuple(np.ones(shape, dtype) for shape in shapes)
+
+
+# name: (program, arguments, PTX instructions every kernel of it must contain)
+VARIANTS = {
+    "elementwise": (lambda x, y: np.tanh(x * 1.5) + y, _arrays((64, 33), (33,)), []),
+    "movement": (
+        lambda x, i: (np.pad(x, 1), np.concatenate([x, x], 1), x[i], x.T[::2]),
+        (np.ones((6, 5), F32), np.array([0, 5, 2])),
+        [],
+    ),
+    "softmax_short_rows": (_softmax, _arrays((64, 7)), ["shfl.sync.down", "shfl.sync.idx"]),
+    "softmax_warp_rows": (_softmax, _arrays((64, 100)), ["shfl.sync.down"]),
+    "softmax_long_rows": (_softmax, _arrays((8, 5000)), ["shfl.sync.down", "bar.sync"]),
+    "argmax_rows_f64": (lambda x: np.argmax(x, -1), _arrays((16, 300), dtype=np.float64), ["shfl"]),
+    "columns": (lambda x: (x.sum(0), np.argmin(x, 0)), _arrays((300, 70)), ["bar.sync"]),
+    "everything": (lambda x: (x.sum(), np.argmax(x)), _arrays((1 << 16,)), ["atom.", "membar"]),
+    "bools_ints": (
+        lambda b, i: (b.max(-1), i.sum(0), b.sum()),
+        (np.ones((9, 40), bool), np.ones((40, 9), np.int32)),
+        [],
+    ),
+    "matmul_f32": (
+        lambda a, b: np.maximum(a @ b, 0.0),
+        _arrays((70, 40), (40, 90)),
+        ["fma.rn.f32"],
+    ),
+    "matmul_batched_f64": (
+        lambda a, b: a @ b,
+        _arrays((3, 5, 4), (3, 4, 6), dtype=np.float64),
+        ["fma.rn.f64"],
+    ),  # fmt: skip
+    "matmul_int_bool": (
+        lambda a, b, p, q: (a @ b, p @ q),
+        (*_arrays((5, 4), (4, 3), dtype=np.int32), *_arrays((2, 3), (3, 2), dtype=bool)),
+        [],
+    ),
+    "cumsum": (lambda x: (np.cumsum(x, 1), np.cumsum(x, 0)), _arrays((40, 300)), ["bar.sync"]),
+    "scatter_atomic": (
+        lambda x, i, v: x.at[i].add(v),
+        (np.ones((9, 4), F32), np.array([1, 1]), np.ones((2, 4), F32)),
+        ["atom.global.add.f32"],
+    ),  # fmt: skip
+    "scatter_serial": (
+        lambda x, i, v: x.at[i].set(v),
+        (np.ones((9, 4), F32), np.array([1, 1]), np.ones((2, 4), F32)),
+        [],
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_kernel_variants_compile_to_ptx(name):
+    fun, args, instructions = VARIANTS[name]
+    kernels = compile_and_count(fun, args, name)
+    for instruction in instructions:
+        assert any(instruction in ptx for ptx in kernels.values()), instruction
+
+
+def test_many_reductions_make_the_block_smaller():
+    """Sibling reductions of one array share a kernel; when a full block's accumulators
+    would not fit in shared memory, the generator gives the kernel a smaller block."""
+    from numbax.backends.cuda import CudaBackend, CudaOptions
+
+    def many(x):
+        return [np.argmax(x * k, 0) for k in range(1, 16)]
+
+    options = CudaOptions.for_gpu()
+    closed = numbax.make_jaxpr(many)(np.ones((300, 70)))
+    (step,) = CudaBackend(options).lower(closed, "many").steps
+    declared = re.findall(r"cuda\.shared\.array\((\d+), (\w+)\)", step.kernel.source)
+    itemsize = {"float64": 8, "int64": 8}
+    assert len(declared) == 30
+    assert sum(int(n) * itemsize[kind] for n, kind in declared) <= STATIC_SHARED_LIMIT
+    assert step.kernel.block[0] < options.column_slots * options.column_lanes
+
+
+def test_every_primitive_has_a_cuda_rule():
+    """Adding a primitive means a row here: a scalar rule, an index map, a kernel of its
+    own, or the control flow this backend refuses with a clear error."""
+    from numbax.backends.cuda.indexing import INDEX_RULES
+    from numbax.backends.cuda.reducers import REDUCERS
+    from numbax.backends.cuda.scalar import SCALAR_RULES
+    from numbax.ir.primitive import PRIMITIVES, Pattern
+
+    kernels_of_their_own = {"dot_general", "cumsum", "scatter", *REDUCERS}
+    spliced_in = {"kernel", "jit_call", "checkpoint", "custom_vjp_call"}
+    for name, prim in PRIMITIVES.items():
+        covered = name in SCALAR_RULES or name in INDEX_RULES or name in kernels_of_their_own
+        refused = prim.pattern is Pattern.CONTROL and name not in spliced_in
+        assert covered or refused or name in spliced_in, f"no CUDA rule for {name}"
+        assert not (name in SCALAR_RULES and name in INDEX_RULES), name
+
+
+def test_generated_module_needs_no_gpu_to_import():
+    from numbax.backends.cuda import CudaBackend, CudaOptions
+    from numbax.backends.cuda.loader import load_module
+
+    closed = numbax.make_jaxpr(_softmax)(np.ones((4, 40), F32))
+    program = CudaBackend(CudaOptions.for_gpu()).lower(closed, "softmax")
+    module, _ = load_module(program.module_name, program.source)
+    assert callable(getattr(module, program.steps[0].kernel.name))
+    assert "cuda.shfl_down_sync" in program.source
+
+
+# --- the whole corpus -------------------------------------------------------------------
+
+
+def corpus_ptx(positions: list[int]) -> list[str]:
+    """Compile the first signature of these corpus cases to PTX; the problems found."""
+    import corpus
+    from numbax.api import trace_to_jaxpr
+    from numbax.backends.cuda.ptx import program_ptx
+
+    problems = []
+    for position in positions:
+        case = corpus.CASES[position]
+        args = case.arguments(case.signatures[0], np.random.default_rng(position))
+        try:
+            closed = trace_to_jaxpr(case.fn, args)[0]
+            kernels = program_ptx(closed, case.name)
+            entries = sum(ptx.count(".entry") for _, ptx in kernels)
+            wanted = expected_kernels(closed)
+            if entries != wanted:
+                problems.append(f"{case.name}: {entries} .entry kernels, fused {wanted}")
+            shared = max((shared_bytes(ptx) for _, ptx in kernels), default=0)
+            if shared > STATIC_SHARED_LIMIT:
+                problems.append(f"{case.name}: {shared} bytes of shared memory in a kernel")
+        except Exception as error:  # noqa: BLE001 - collected, reported together
+            problems.append(f"{case.name}: {type(error).__name__}: {error}"[:2000])
+    return problems
+
+
+def test_every_corpus_kernel_compiles_to_ptx():
+    """Every kernel the corpus generates (each case's first signature) compiles for sm_90
+    and is one ``.entry`` per kernel of the fused program. Compiling is CPU-bound, so
+    the cases are shared between a process per core."""
+    import corpus
+
+    workers = max(1, min(len(os.sched_getaffinity(0)), 4))
+    chunks = [list(range(len(corpus.CASES)))[k::workers] for k in range(workers)]
+    if workers == 1:
+        problems = corpus_ptx(chunks[0])
+    else:
+        # Spawned, not forked (Numba is not fork-safe); a child starts with this sys.path.
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            problems = [p for found in pool.map(corpus_ptx, chunks) for p in found]
+    assert not problems, "\n".join(problems)
