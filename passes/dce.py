@@ -5,7 +5,8 @@ Higher-order primitives lose their unused outputs too where the outputs are exac
 their sub-jaxprs' outputs (``jit_call``, ``checkpoint``, ``kernel``, ``cond``): the
 output is dropped from the sub-jaxpr, whose dead equations then go, and operands the
 sub-jaxprs no longer read are dropped as well. Loop bodies (``while``, ``scan``) keep
-their signature: a carry feeds the next iteration even when the caller ignores it.
+their signature: a carry feeds the next iteration even when the caller ignores it
+(``loop_dce`` works out which carries nothing needs).
 """
 
 from __future__ import annotations

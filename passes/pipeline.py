@@ -3,9 +3,13 @@
     inline          nested jit_call, checkpoint and custom_vjp_call bodies spliced in
     cleanup         to a fixed point:
       constant_fold   equations over constants evaluated now
+      control_flow    control flow decided by constants: a cond's branch inlined, a
+                      loop that never runs removed, literal operands written into bodies
       simplify        exact algebraic identities (x * 1, neg(neg x), reshape chains, ...)
+      loop_invariants loop-invariant equations moved in front of their loop
       cse             repeated computations computed once
       dce             unread results and constants dropped
+      loop_dce        unread loop carries, ys, constants and scanned operands dropped
     fusion          the program partitioned into kernels (elementwise, reduction,
                     contraction, opaque)
     fused_cleanup   CSE and DCE over the kernels
@@ -23,7 +27,17 @@ import os
 
 from ..config import config
 from ..ir.core import ClosedJaxpr
-from . import constant_fold, cse, dce, fusion, inline, simplify
+from . import (
+    constant_fold,
+    control_flow,
+    cse,
+    dce,
+    fusion,
+    inline,
+    loop_dce,
+    loop_invariants,
+    simplify,
+)
 from .manager import Analysis, FixedPoint, Pass, PassLog, run_pipeline
 from .memory import plan_memory
 from .verify import check_fused
@@ -36,9 +50,12 @@ PIPELINE = (
         "cleanup",
         (
             Pass("constant_fold", constant_fold.run),
+            Pass("control_flow", control_flow.run),
             Pass("simplify", simplify.run),
+            Pass("loop_invariants", loop_invariants.run),
             Pass("cse", cse.run),
             Pass("dce", dce.run),
+            Pass("loop_dce", loop_dce.run),
         ),
     ),
     Pass("fusion", fusion.run, verify=check_fused),

@@ -1,25 +1,33 @@
-"""Full Jacobians and Hessians, one JVP or VJP per standard basis vector.
+"""Full Jacobians and Hessians: one batched JVP or VJP over a standard basis.
 
-``jacfwd`` pushes each input basis vector forward (one JVP program, replayed per
-vector); ``jacrev`` pulls each output basis vector back (one forward run, then one
-backward per vector). The results are stacked so that the Jacobian of an output of
-shape ``O`` with respect to an input of shape ``I`` has shape ``O + I``. (A later
-``vmap`` replaces the loops with one batched program.)
+``jacfwd`` is ``vmap`` of the JVP program over the standard basis of the inputs: every
+input element's basis vector is one example of the batch, so the whole Jacobian is one
+batched forward-mode program. ``jacrev`` runs the forward once and ``vmap``s the
+backward program over the standard basis of the outputs. ``hessian`` is
+``jacfwd(jacrev(f))``. The batching interpreter (``batching.eval_batched``) emits into
+whatever trace is current, so under ``jit`` the Jacobian is one staged program, and
+eagerly it runs on arrays.
+
+The Jacobian of an output of shape ``O`` with respect to an input of shape ``I`` has
+shape ``O + I``. The basis of all inputs (or outputs) together is one batch of size
+``n`` (their total number of elements); input (output) leaf ``i`` owns the rows
+``offset_i : offset_i + size_i`` of it, in C order.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
+from ..ir import dtypes
+from ..ir.core import ShapedArray
 from ..tracer import lax
 from ..tracer.core import replay
 from ..tracer.pytree import tree_unflatten
-from ..tracer.shapes import stack
 from . import derivatives as d
 from .autodiff import Pullback, split_aux, trace_with_respect_to
+from .batching import eval_batched, moveaxis, to_front
 from .jaxprs import closure_convert
 from .jvp import jvp_jaxpr
 from .tracing import Traced
@@ -77,71 +85,135 @@ def _jacobian(fun, argnums, has_aux, blocks):
 
 
 def _forward_columns(traced: Traced, main_tree):
+    """One JVP, batched over the inputs' basis: tangent output ``o`` comes back as
+    ``(n,) + O``, and input ``i``'s rows of it, moved last, are the block ``O + I``."""
     jaxpr, consts = closure_convert(traced.closed)
-    leaves, num_main, num_consts = traced.leaves, main_tree.num_leaves, len(consts)
-    program, program_consts = jvp_jaxpr(jaxpr, (False,) * num_consts + (True,) * len(leaves))
-    float_leaves = [i for i, x in enumerate(leaves) if d.has_tangent(d.aval(x))]
-    outvars = jaxpr.outvars[:num_main]
-    columns = [[[] for _ in leaves] for _ in outvars]  # per output, per input: tangents
-    outs = None
-    for i in float_leaves:
-        for k in range(d.aval(leaves[i]).size):
-            tangents = [_basis(d.aval(leaves[j]), k if j == i else None) for j in float_leaves]
-            results = replay(program, [], [*program_consts, *consts, *leaves, *tangents])
-            outs = results[: len(jaxpr.outvars)]
-            tangent_outs = iter(results[len(jaxpr.outvars) :])
-            for o, var in enumerate(jaxpr.outvars):
-                tangent = next(tangent_outs) if d.has_tangent(var.aval) else None
-                if o < num_main:
-                    columns[o][i].append(tangent)
-    if outs is None:
+    leaves = traced.leaves
+    program, program_consts = jvp_jaxpr(jaxpr, (False,) * len(consts) + (True,) * len(leaves))
+    in_avals = [d.aval(x) for x in leaves]
+    float_leaves = [i for i, a in enumerate(in_avals) if d.has_tangent(a)]
+    offsets, n = _offsets([in_avals[i] for i in float_leaves])
+    primal_args = [*program_consts, *consts, *leaves]
+    if n == 0:
         outs = replay(jaxpr, [], [*consts, *leaves])
-    jac = [
-        [_assemble(columns[o][i], var.aval, d.aval(x), axis=-1) for i, x in enumerate(leaves)]
-        for o, var in enumerate(outvars)
-    ]
+        tangents_out: list = [None] * len(jaxpr.outvars)
+    else:
+        basis = [
+            _basis(in_avals[i], offset, n) for i, offset in zip(float_leaves, offsets, strict=True)
+        ]
+        results, dims = eval_batched(
+            program, [], [*primal_args, *basis], [None] * len(primal_args) + [0] * len(basis)
+        )
+        num_outs = len(jaxpr.outvars)
+        outs = [
+            _one_example(x, dim) for x, dim in zip(results[:num_outs], dims[:num_outs], strict=True)
+        ]
+        batched = iter(zip(results[num_outs:], dims[num_outs:], strict=True))
+        tangents_out = [
+            to_front(*next(batched), n) if d.has_tangent(var.aval) else None
+            for var in jaxpr.outvars
+        ]
+    row_of = dict(zip(float_leaves, offsets, strict=True))
+    jac = []
+    num_main = main_tree.num_leaves
+    for var, tangent in zip(jaxpr.outvars[:num_main], tangents_out[:num_main], strict=True):
+        row = []
+        for i, in_aval in enumerate(in_avals):
+            block = None
+            if tangent is not None and i in row_of:
+                block = _columns_block(tangent, row_of[i], var.aval, in_aval)
+            row.append(block if block is not None else _zeros_block(var.aval, in_aval))
+        jac.append(row)
     return outs, jac
 
 
 def _reverse_rows(traced: Traced, main_tree):
+    """The forward once, then one backward batched over the outputs' basis: input
+    cotangent ``i`` comes back as ``(n,) + I``, and output ``o``'s rows of it are the
+    block ``O + I``."""
     pullback = Pullback(traced, main_tree)
-    split, residuals, outs = pullback.split, pullback.residuals, pullback.outs
-    jaxpr, leaves, num_main = traced.closed.jaxpr, traced.leaves, main_tree.num_leaves
+    split, leaves = pullback.split, traced.leaves
+    out_avals = [v.aval for v in traced.closed.jaxpr.outvars[: main_tree.num_leaves]]
+    in_avals = [d.aval(x) for x in leaves]
     num_consts = len(split.wrt) - len(leaves)
     ct_outs = [o for o, m in enumerate(split.cotangent_mask) if m]
     wrt_leaves = [i for i, w in enumerate(split.wrt[num_consts:]) if w]
-    rows = [[[] for _ in leaves] for _ in range(num_main)]
-    for o in ct_outs:
-        for k in range(jaxpr.outvars[o].aval.size):
-            cts = [_basis(jaxpr.outvars[p].aval, k if p == o else None) for p in ct_outs]
-            for i, ct in zip(wrt_leaves, split.run_backward(residuals, cts), strict=True):
-                rows[o][i].append(ct)
-    jac = [
-        [_assemble(rows[o][i], var.aval, d.aval(x), axis=0) for i, x in enumerate(leaves)]
-        for o, var in enumerate(jaxpr.outvars[:num_main])
-    ]
-    return outs, jac
-
-
-def _basis(aval, k):
-    """The k-th standard basis vector of ``aval`` (all zeros for ``k=None``)."""
-    e = np.zeros(aval.size, aval.dtype)
-    if k is not None:
-        e[k] = 1
-    return e.reshape(aval.shape)
-
-
-def _assemble(pieces, out_aval, in_aval, axis):
-    """Stack per-element derivatives into an ``O + I`` block (zeros if none flowed)."""
-    shape = out_aval.shape + in_aval.shape
-    if not pieces or any(p is None for p in pieces) or 0 in shape:
-        return lax.zeros_like_aval(
-            out_aval.update(shape=shape, dtype=_jacobian_dtype(out_aval, in_aval))
+    offsets, n = _offsets([out_avals[o] for o in ct_outs])
+    cts_in: dict[int, object] = {}
+    if n and wrt_leaves:
+        basis = [
+            _basis(out_avals[o], offset, n) for o, offset in zip(ct_outs, offsets, strict=True)
+        ]
+        fixed = [*split.backward_consts, *pullback.residuals]
+        results, dims = eval_batched(
+            split.backward, [], [*fixed, *basis], [None] * len(fixed) + [0] * len(basis)
         )
-    # Columns (axis -1) are indexed by the input's flat position, rows (axis 0) by the
-    # output's, both in C order: one reshape gives O + I.
-    return lax.reshape(stack(pieces, axis=axis), shape)
+        cts_in = {
+            i: to_front(x, dim, n) for i, x, dim in zip(wrt_leaves, results, dims, strict=True)
+        }
+    row_of = dict(zip(ct_outs, offsets, strict=True))
+    jac = []
+    for o, out_aval in enumerate(out_avals):
+        row = []
+        for i, in_aval in enumerate(in_avals):
+            block = None
+            if i in cts_in and o in row_of:
+                block = _rows_block(cts_in[i], row_of[o], out_aval, in_aval)
+            row.append(block if block is not None else _zeros_block(out_aval, in_aval))
+        jac.append(row)
+    return pullback.outs, jac
 
 
-def _jacobian_dtype(out_aval, in_aval):
-    return out_aval.dtype if d.has_tangent(out_aval) else in_aval.dtype
+def _offsets(avals: list[ShapedArray]) -> tuple[list[int], int]:
+    """Where each aval's rows start in the stacked basis, and the basis's size."""
+    sizes = [a.size for a in avals]
+    starts = [0, *itertools.accumulate(sizes)]
+    return starts[:-1], starts[-1]
+
+
+def _basis(aval: ShapedArray, offset: int, n: int):
+    """Rows ``offset : offset + size`` of the ``n x n`` identity, as ``(n,) + shape``:
+    example ``r`` is the basis vector of element ``r - offset`` (zero elsewhere). Built
+    from ``iota`` so a staged program carries no ``n x n`` constant."""
+    rows = lax.iota(dtypes.int64, (n, aval.size), 0)
+    columns = lax.iota(dtypes.int64, (n, aval.size), 1)
+    if offset:
+        columns = lax.add(columns, lax.full((), offset, dtypes.int64))
+    one_hot = lax.convert_element_type(lax.eq(rows, columns), aval.dtype)
+    return lax.reshape(one_hot, (n, *aval.shape))
+
+
+def _columns_block(tangent, offset, out_aval, in_aval):
+    """Input ``in_aval``'s examples of a batched tangent ``(n,) + O`` as ``O + I``."""
+    if in_aval.size == 0 or out_aval.size == 0:
+        return None
+    rows = _rows(tangent, offset, in_aval.size)
+    moved = moveaxis(rows, 0, out_aval.ndim)
+    return lax.reshape(moved, out_aval.shape + in_aval.shape)
+
+
+def _rows_block(cotangent, offset, out_aval, in_aval):
+    """Output ``out_aval``'s examples of a batched cotangent ``(n,) + I`` as ``O + I``."""
+    if in_aval.size == 0 or out_aval.size == 0:
+        return None
+    rows = _rows(cotangent, offset, out_aval.size)
+    return lax.reshape(rows, out_aval.shape + in_aval.shape)
+
+
+def _rows(x, offset: int, count: int):
+    shape = tuple(x.shape)
+    return lax.slice(x, (offset,) + (0,) * (len(shape) - 1), (offset + count,) + shape[1:])
+
+
+def _one_example(x, dim):
+    """A value that is the same for every example (a primal output), unbatched."""
+    if dim is None:
+        return x
+    x = moveaxis(x, dim, 0)
+    first = lax.slice(x, (0,) * len(x.shape), (1,) + tuple(x.shape[1:]))
+    return lax.reshape(first, tuple(x.shape[1:]))
+
+
+def _zeros_block(out_aval, in_aval):
+    dtype = out_aval.dtype if d.has_tangent(out_aval) else in_aval.dtype
+    return lax.zeros_like_aval(ShapedArray(out_aval.shape + in_aval.shape, dtype))
