@@ -7,11 +7,13 @@ array([0., 0.])
 
 import sys as _sys
 
-from . import ir, tracer
+from . import ir, lax, tracer
 from .api import jit, make_jaxpr
 from .ir import ClosedJaxpr, Jaxpr, ShapedArray, typecheck
 from .ir.errors import (
+    BatchingError,
     ConcretizationError,
+    ControlFlowError,
     GradientError,
     InPlaceUpdateError,
     LeakedTracerError,
@@ -23,8 +25,10 @@ from .ir.errors import (
     TracerArrayConversionError,
     TypecheckError,
     UnsupportedFunctionError,
+    UnsupportedOnBackendError,
 )
 from .tracer import nn, numpy_api as numpy
+from .tracer.control_flow import cond, fori_loop, scan, switch, while_loop
 from .tracer.lax import stop_gradient
 from .tracer.pytree import (
     register_pytree_node,
@@ -34,6 +38,11 @@ from .tracer.pytree import (
     tree_structure,
     tree_unflatten,
 )
+from .transforms.autodiff import grad, jvp, value_and_grad, vjp
+from .transforms.checkpoint import checkpoint, remat
+from .transforms.custom_vjp import custom_vjp
+from .transforms.jacobians import hessian, jacfwd, jacrev
+from .transforms.vmap import vmap
 
 # ``numbax.numpy`` cannot be a file or folder at the package root: the root is also the
 # repository root, where it would shadow the real NumPy for scripts run from there.
@@ -43,8 +52,10 @@ _sys.modules[__name__ + ".nn"] = nn
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchingError",
     "ClosedJaxpr",
     "ConcretizationError",
+    "ControlFlowError",
     "GradientError",
     "InPlaceUpdateError",
     "Jaxpr",
@@ -58,17 +69,35 @@ __all__ = [
     "TracerArrayConversionError",
     "TypecheckError",
     "UnsupportedFunctionError",
+    "UnsupportedOnBackendError",
+    "checkpoint",
+    "cond",
+    "custom_vjp",
+    "fori_loop",
+    "grad",
+    "hessian",
     "ir",
+    "jacfwd",
+    "jacrev",
     "jit",
+    "jvp",
+    "lax",
     "make_jaxpr",
     "nn",
     "numpy",
     "register_pytree_node",
+    "remat",
+    "scan",
     "stop_gradient",
+    "switch",
     "tracer",
     "tree_flatten",
     "tree_leaves",
     "tree_map",
     "tree_structure",
     "tree_unflatten",
+    "value_and_grad",
+    "vjp",
+    "vmap",
+    "while_loop",
 ]

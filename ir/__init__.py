@@ -1,6 +1,13 @@
 """The IR: dtypes, abstract values, jaxprs, the primitive registry and its oracle."""
 
-from . import dtypes, elementwise, higher_order, reductions, structural  # noqa: F401
+from . import (  # noqa: F401
+    control_flow,
+    dtypes,
+    elementwise,
+    higher_order,
+    reductions,
+    structural,
+)
 from .core import Atom, ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, aval_of
 from .interpret import eval_jaxpr
 from .primitive import PRIMITIVES, Pattern, Primitive

@@ -40,6 +40,16 @@ class UnsupportedFunctionError(NumbaxError, NotImplementedError):
     """A NumPy function or ufunc that numbax does not implement."""
 
 
+class UnsupportedAttributeError(UnsupportedFunctionError, AttributeError):
+    """An ndarray attribute or method that traced arrays lack (``x.sort()``); an
+    ``AttributeError`` too, so ``hasattr`` and ``getattr(x, name, default)`` still work."""
+
+
+class UnsupportedOnBackendError(NumbaxError, NotImplementedError):
+    """A program the selected backend cannot compile (yet); the message names the
+    operation and a backend that can run it."""
+
+
 class StaticArgumentError(NumbaxError, ValueError):
     """A static argument of ``jit`` that cannot be used as a cache key."""
 
@@ -54,6 +64,14 @@ class SerializationError(NumbaxError, ValueError):
 
 class TypecheckError(NumbaxError, TypeError):
     """A jaxpr whose recorded types disagree with its primitives' rules."""
+
+
+class ControlFlowError(NumbaxTypeError):
+    """A ``cond`` branch or loop body whose types do not match (branches, carry)."""
+
+
+class BatchingError(NumbaxError, ValueError):
+    """``vmap`` given inconsistent axes or sizes, or a primitive it cannot batch."""
 
 
 def at_line(message: str, source_info: str | None) -> str:

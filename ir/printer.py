@@ -55,7 +55,10 @@ def _param(value, indent: int) -> str:
     if isinstance(value, np.dtype):
         return value.name
     if isinstance(value, tuple):
-        return "(" + ", ".join(_param(v, indent) for v in value) + ("," if len(value) == 1 else "") + ")"
+        items = [_param(v, indent) for v in value]
+        # Sub-jaxprs (cond's branches) start on their own line: no trailing space.
+        sep = "," if any(item.startswith("\n") for item in items) else ", "
+        return "(" + sep.join(items) + ("," if len(value) == 1 else "") + ")"
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -68,12 +71,14 @@ def _eqn(eqn, name: _Namer, indent: int) -> str:
     return f"{lhs} = {eqn.prim.name}{params} {args}".rstrip()
 
 
+def _is_subjaxpr(value) -> bool:
+    if isinstance(value, tuple):  # cond's branches
+        return any(_is_subjaxpr(v) for v in value)
+    return isinstance(value, Jaxpr) or isinstance(getattr(value, "jaxpr", None), Jaxpr)
+
+
 def _has_subjaxprs(jaxpr: Jaxpr) -> bool:
-    return any(
-        isinstance(v, Jaxpr) or isinstance(getattr(v, "jaxpr", None), Jaxpr)
-        for eqn in jaxpr.eqns
-        for v in eqn.params.values()
-    )
+    return any(_is_subjaxpr(v) for eqn in jaxpr.eqns for v in eqn.params.values())
 
 
 def _pp(jaxpr: Jaxpr, indent: int, force_multiline: bool = False) -> str:

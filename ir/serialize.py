@@ -115,6 +115,12 @@ def loads(text: str) -> ClosedJaxpr:
         typecheck(closed)
     except TypecheckError as err:
         raise SerializationError(f"serialised jaxpr does not typecheck: {err}") from None
+    except (TypeError, ValueError, KeyError, IndexError) as err:
+        # A shape rule handed params it was never written for (missing, extra or of the
+        # wrong type): the file is malformed, whatever the rule tripped on.
+        raise SerializationError(
+            f"serialised jaxpr has invalid params: {type(err).__name__}: {err}"
+        ) from None
     return closed
 
 
@@ -165,7 +171,10 @@ def _load_scalar(value, dtype: np.dtype):
         _expect(value in ("nan", "inf", "-inf"), f"bad scalar {value!r}")
         value = float(value)
     _expect(isinstance(value, (int, float)), f"bad scalar {value!r}")
-    return np.asarray(value).astype(dtype)
+    try:
+        return np.array(value, dtype=dtype)  # an int out of the dtype's range raises
+    except (OverflowError, ValueError):
+        _fail(f"scalar {value!r} does not fit {dtype}")
 
 
 def _load_jaxpr(data, depth: int) -> Jaxpr:
@@ -183,7 +192,8 @@ def _load_jaxpr(data, depth: int) -> Jaxpr:
     def atom(item):
         _expect(isinstance(item, dict), f"bad atom {item!r}")
         if "var" in item:
-            _expect(item["var"] in env, f"use of undefined var {item['var']!r}")
+            _expect(type(item["var"]) is int and item["var"] in env,
+                    f"use of undefined var {item['var']!r}")
             return env[item["var"]]
         dtype = _load_dtype(item.get("dtype"))
         return Literal(_load_scalar(item.get("lit"), dtype), dtype)

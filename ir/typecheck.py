@@ -36,8 +36,8 @@ def typecheck(jaxpr: Jaxpr | ClosedJaxpr) -> None:
         where = f"eqn {index} ({eqn.prim.name})"
         in_avals = [read(a, where) for a in eqn.inputs]
         for value in eqn.params.values():
-            if isinstance(value, (Jaxpr, ClosedJaxpr)):
-                typecheck(value)
+            for sub in _subjaxprs(value):
+                typecheck(sub)
         try:
             expected = eqn.prim.abstract_eval(*in_avals, **eqn.params)
         except TypecheckError as err:
@@ -52,6 +52,15 @@ def typecheck(jaxpr: Jaxpr | ClosedJaxpr) -> None:
             define(var)
     for atom in jaxpr.outvars:
         read(atom, "outvars")
+
+
+def _subjaxprs(param):
+    """The jaxprs in a param: itself, or the items of a tuple (``cond``'s branches)."""
+    if isinstance(param, (Jaxpr, ClosedJaxpr)):
+        return [param]
+    if isinstance(param, tuple):
+        return [sub for item in param for sub in _subjaxprs(item)]
+    return []
 
 
 def _check_consts(closed: ClosedJaxpr) -> None:

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.errors import InPlaceUpdateError, TracerArrayConversionError, UnsupportedFunctionError
-from ..ir.errors import at_line
+from ..ir.errors import (
+    InPlaceUpdateError,
+    TracerArrayConversionError,
+    UnsupportedAttributeError,
+    UnsupportedFunctionError,
+    at_line,
+)
 from . import numpy_api as xnp
 from .core import Tracer
 from .indexing import IndexUpdateHelper, getitem
@@ -54,12 +59,23 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def _array_function(self, func, types, args, kwargs):
     if func in xnp.HANDLED_FUNCTIONS:
         return xnp.HANDLED_FUNCTIONS[func](*args, **kwargs)
+    module = getattr(func, "__module__", None) or "numpy"  # numpy.linalg, numpy.fft, ...
     raise UnsupportedFunctionError(
         at_line(
-            f"numpy.{func.__name__} is not supported on traced arrays by numbax; see "
+            f"{module}.{func.__name__} is not supported on traced arrays by numbax; see "
             "numbax.numpy for the functions it traces",
             user_frame_info(),
         )
+    )
+
+
+def _getattr(self, name):
+    """Only reached when normal lookup fails: name the ndarray feature that is missing."""
+    if name.startswith("__") or not hasattr(np.ndarray, name):
+        raise AttributeError(f"'Tracer' object has no attribute {name!r}")
+    raise UnsupportedAttributeError(
+        at_line(f"ndarray.{name} is not supported on traced arrays by numbax; see "
+                "numbax.numpy for the functions it traces", user_frame_info())
     )
 
 
@@ -105,6 +121,7 @@ _METHODS = {
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
+    "__getattr__": _getattr,
     "__setitem__": _setitem,
     "__getitem__": getitem,
     "__len__": _len,

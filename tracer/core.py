@@ -44,6 +44,10 @@ class Trace:
         # id(outer value) -> (outer value, lifted tracer). The outer value is kept
         # alive here so its id cannot be reused while the trace runs.
         self._lifted: dict[int, tuple[object, Tracer]] = {}
+        # Equation output -> its concrete value, kept only when a transform sets this to
+        # a dict before tracing: eager ``grad`` reads its residuals here instead of
+        # computing the forward a second time.
+        self.values: dict[Var, object] | None = None
 
     def new_arg(self, aval: ShapedArray, value=None) -> Tracer:
         tracer = Tracer(self, aval, value)
@@ -133,7 +137,7 @@ def bind(prim: Primitive, *args, **params):
 def _eager(prim: Primitive, args, params):
     for arg in args:
         if isinstance(arg, Tracer):
-            raise leaked_tracer_error(arg)
+            raise leaked_tracer_error(arg, prim.name)
     arrays = [np.asarray(a) for a in args]
     out_avals = prim.abstract_eval(*[aval_of(a) for a in arrays], **params)
     outs = prim.impl(*arrays, **params)
@@ -142,6 +146,9 @@ def _eager(prim: Primitive, args, params):
 
 def _record(trace: Trace, prim: Primitive, args, params):
     source_info = user_frame_info()
+    for arg in args:
+        if isinstance(arg, Tracer) and not arg._trace.active:
+            raise leaked_tracer_error(arg, prim.name)
     inputs = [trace.atom(a) for a in args]
     try:
         out_avals = prim.abstract_eval(*[a.aval for a in inputs], **params)
@@ -155,6 +162,8 @@ def _record(trace: Trace, prim: Primitive, args, params):
             values = [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals)]
     tracers = [Tracer(trace, aval, value) for aval, value in zip(out_avals, values)]
     trace.eqns.append(Eqn(prim, inputs, [t._var for t in tracers], params, source_info))
+    if trace.values is not None:
+        trace.values.update((t._var, t._value) for t in tracers)
     return tracers
 
 
@@ -170,10 +179,11 @@ def trace_flat(fun, in_avals, values=None) -> tuple[ClosedJaxpr, list]:
         return trace.to_jaxpr(outs), outs
 
 
-def leaked_tracer_error(tracer: Tracer) -> LeakedTracerError:
+def leaked_tracer_error(tracer: Tracer, operation: str | None = None) -> LeakedTracerError:
+    used = f"was used by {operation}" if operation else "was used"
     return LeakedTracerError(
         at_line(
-            f"a traced value ({tracer.aval.str_short()}) was used after the function that "
+            f"a traced value ({tracer.aval.str_short()}) {used} after the function that "
             "traced it returned. It probably escaped through a global variable, a closure "
             "or an attribute. Return it from the traced function instead, or pass it in "
             "as an argument.",
@@ -212,7 +222,7 @@ class Tracer:
         if self._value is not None and self._trace.active:
             return self._value
         if not self._trace.active:
-            raise leaked_tracer_error(self)
+            raise leaked_tracer_error(self, operation)
         raise ConcretizationError(
             at_line(
                 f"{operation} needs a concrete value, but this is an abstract traced array "

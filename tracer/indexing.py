@@ -27,8 +27,21 @@ def _is_int_scalar(i) -> bool:
     return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
 
+class _Mask:
+    """A concrete boolean mask until its axes are known (after Ellipsis expansion)."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+# Where a zero-width Ellipsis stood. NumPy counts it as separating the advanced indices
+# on either side (``x[0, ..., idx]`` on a 2-d x puts the index dims first).
+_SPLIT = object()
+
+
 def _normalize(x, idx):
-    """Expand Ellipsis and None; return (x with new axes, list of per-dim indices)."""
+    """Expand Ellipsis, masks and None; return (x with new axes, list of per-dim
+    indices, the position a zero-width Ellipsis split the indices at or None)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     items = []
@@ -39,7 +52,7 @@ def _normalize(x, idx):
             if i.ndim == 0:
                 raise _error(UnsupportedFunctionError, "indexing with a scalar boolean is "
                              "not supported")
-            items.extend(np.nonzero(i))
+            items.append(_Mask(i))
             continue
         if isinstance(i, Tracer) and i.dtype == dtypes.bool_:
             raise _error(
@@ -48,7 +61,11 @@ def _normalize(x, idx):
                 "numpy.where(mask, x, fill) to keep the shape static",
             )
         items.append(i)
-    consuming = sum(1 for i in items if i is not None and i is not Ellipsis)
+    consuming = sum(
+        i.array.ndim if isinstance(i, _Mask) else 1
+        for i in items
+        if i is not None and i is not Ellipsis
+    )
     if consuming > x.ndim:
         raise _error(ShapeError, f"too many indices for array: array is {x.ndim}-dimensional, "
                      f"but {consuming} were indexed")
@@ -56,20 +73,43 @@ def _normalize(x, idx):
         raise _error(ShapeError, "an index can only have a single ellipsis ('...')")
     ellipsis = next((k for k, i in enumerate(items) if i is Ellipsis), None)
     if ellipsis is not None:
-        items[ellipsis : ellipsis + 1] = [slice(None)] * (x.ndim - consuming)
+        width = x.ndim - consuming
+        items[ellipsis : ellipsis + 1] = [slice(None)] * width if width else [_SPLIT]
     else:
         items += [slice(None)] * (x.ndim - consuming)
+    items = _expand_masks(x.shape, items)
+    split = next((k for k, i in enumerate(items) if i is _SPLIT), None)
+    items = [i for i in items if i is not _SPLIT]
     # Each None becomes a new size-1 axis of x indexed by a full slice.
     new_axes = [k for k, i in enumerate(items) if i is None]
     if new_axes:
         x = lax.expand_dims(x, new_axes)
         items = [slice(None) if i is None else i for i in items]
-    return x, items
+    return x, items, split
+
+
+def _expand_masks(shape, items):
+    """Each mask becomes its ``nonzero`` integer arrays, after checking its shape
+    against the axes it indexes (NumPy raises IndexError on a mismatch)."""
+    out, axis = [], 0
+    for i in items:
+        if isinstance(i, _Mask):
+            covered = shape[axis : axis + i.array.ndim]
+            if i.array.shape != covered:
+                raise _error(IndexError, f"boolean index did not match indexed array along "
+                             f"axis {axis}: the array's size is {covered} but the boolean "
+                             f"mask's is {i.array.shape}")
+            out.extend(np.nonzero(i.array))
+            axis += i.array.ndim
+            continue
+        out.append(i)
+        axis += i is not None and i is not _SPLIT
+    return out
 
 
 def getitem(x, idx):
     x = asarray(x)
-    x, items = _normalize(x, idx)
+    x, items, split = _normalize(x, idx)
     advanced = [k for k, i in enumerate(items)
                 if isinstance(i, (np.ndarray, Tracer)) or (_is_int_scalar(i) and _has_arrays(items))]
     # Basic indexing first: slices and (when no arrays are present) concrete ints.
@@ -97,7 +137,7 @@ def getitem(x, idx):
             raise _error(NumbaxTypeError, f"unsupported index {i!r} of type "
                          f"{type(i).__name__}; use ints, slices, None, ..., or integer arrays")
     if advanced:
-        x = _advanced(x, items, advanced)
+        x = _advanced(x, items, advanced, split)
         shift = len(_index_shape(items, advanced)) - len(advanced)
         squeeze = [a if a < advanced[0] else a + shift for a in squeeze]
     return lax.squeeze(x, squeeze)
@@ -135,7 +175,7 @@ def _index_shape(items, advanced):
     return broadcast_shapes(*[np.shape(items[a]) for a in advanced], operation="indexing")
 
 
-def _advanced(x, items, advanced):
+def _advanced(x, items, advanced, split=None):
     shape = _index_shape(items, advanced)
     indices = [_index_array(items[a], x.shape[a], a) for a in advanced]
     indices = [lax.broadcast_to_rank(asarray(i), shape) if np.shape(i) != shape else i
@@ -155,7 +195,9 @@ def _advanced(x, items, advanced):
         term = lax.mul(index, np.int64(stride)) if stride != 1 else index
         linear = term if linear is None else lax.add(linear, term)
     out = lax.gather(flat, linear, 0)
-    adjacent = advanced == list(range(first, first + len(advanced)))
+    adjacent = advanced == list(range(first, first + len(advanced))) and not (
+        split is not None and first < split <= advanced[-1]
+    )
     if adjacent and first > 0:
         k = len(shape)
         order = list(range(k, k + first)) + list(range(k)) + list(range(k + first, out.ndim))
@@ -231,8 +273,15 @@ def take(a, indices, axis=None, mode=None):
     from .promote import normalize_axis
 
     axis = normalize_axis(axis, x.ndim, "take")
-    return lax.gather(x, _index_array(operand(indices) if isinstance(indices, Tracer)
-                                      else np.asarray(indices), x.shape[axis], axis), axis)
+    indices = operand(indices) if isinstance(indices, Tracer) else np.asarray(indices)
+    size = x.shape[axis]
+    if mode == "wrap" and size:
+        indices = np.remainder(indices, size)  # dispatches to numbax for a tracer
+    elif mode == "clip" and size:
+        indices = np.clip(indices, 0, size - 1)
+    elif mode not in (None, "raise", "wrap", "clip"):
+        raise _error(ValueError, f"take: mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
+    return lax.gather(x, _index_array(indices, size, axis), axis)
 
 
 def take_along_axis(arr, indices, axis):

@@ -11,9 +11,11 @@ import math
 import numpy as np
 
 from ..ir import dtypes
+from ..ir.errors import UnsupportedFunctionError, at_line
 from . import lax
 from . import numpy_api as xnp
 from .promote import asarray
+from .source_info import user_frame_info
 
 
 def relu(x):
@@ -35,7 +37,10 @@ def gelu(x, approximate: bool = True):
         c = math.sqrt(2.0 / math.pi)
         inner = xnp.multiply(c, xnp.add(x, xnp.multiply(0.044715, xnp.power(x, 3))))
         return xnp.multiply(xnp.multiply(0.5, x), xnp.add(1.0, xnp.tanh(inner)))
-    raise NotImplementedError("gelu(approximate=False) needs erf, which numbax lacks yet")
+    raise UnsupportedFunctionError(
+        at_line("gelu(approximate=False) needs erf, which numbax lacks; use the default "
+                "approximate=True (the tanh form, as jax.nn.gelu)", user_frame_info())
+    )
 
 
 def _stable_max(x, axis):

@@ -77,6 +77,7 @@ from .ufuncs import (  # noqa: F401
     exp,
     exp2,
     expm1,
+    fabs,
     floor,
     floor_divide,
     fmod,
@@ -129,7 +130,7 @@ float_ = float64
 
 _UFUNC_NAMES = [
     "absolute", "add", "arctan2", "bitwise_and", "bitwise_or", "ceil", "cos", "cosh",
-    "divide", "equal", "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "greater",
+    "divide", "equal", "exp", "exp2", "expm1", "fabs", "floor", "floor_divide", "fmod", "greater",
     "greater_equal", "invert", "isfinite", "isinf", "isnan", "less", "less_equal", "log",
     "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or",
     "logical_xor", "maximum", "minimum", "multiply", "negative", "not_equal", "positive",
@@ -138,7 +139,6 @@ _UFUNC_NAMES = [
 ]  # fmt: skip
 HANDLED_UFUNCS = {getattr(np, name): globals()[name] for name in _UFUNC_NAMES}
 HANDLED_UFUNCS[np.true_divide] = true_divide
-HANDLED_UFUNCS[np.fabs] = absolute
 
 # ufunc.reduce for the ufuncs that have a reduction primitive.
 UFUNC_REDUCTIONS = {np.add: sum, np.multiply: prod, np.maximum: max, np.minimum: min}

@@ -25,10 +25,17 @@ from .promote import (
 from .source_info import user_frame_info
 
 
+def _inexact_dtype(*xs) -> np.dtype:
+    """The dtype NumPy computes a transcendental ufunc in: ints go to float64, and bools
+    to float16, which numbax widens to float32."""
+    dtype = result_type(*xs)
+    return dtypes.float32 if dtype == dtypes.bool_ else dtypes.float_result_type(dtype)
+
+
 def _float_unary(prim_fn, name):
     def fn(x):
         x = operand(x)
-        dtype = dtypes.float_result_type(result_type(x))
+        dtype = _inexact_dtype(x)
         (x,), _ = promote_and_broadcast(x, dtype=dtype, operation=name)
         return prim_fn(x)
 
@@ -54,8 +61,14 @@ cos = _float_unary(lax.cos, "cos")
 tanh = _float_unary(lax.tanh, "tanh")
 sqrt = _float_unary(lax.sqrt, "sqrt")
 negative = _same_unary(lax.neg, "negative")
-absolute = _same_unary(lax.abs, "absolute")
 sign = _same_unary(lax.sign, "sign")
+fabs = _float_unary(lax.abs, "fabs")
+rint = _float_unary(lax.round, "rint")
+
+
+def absolute(x):
+    (x,), _ = promote_and_broadcast(x, operation="absolute")
+    return x if x.dtype == dtypes.bool_ else lax.abs(x)
 
 
 def _integral_identity_or(prim_fn, name):
@@ -71,13 +84,19 @@ def _integral_identity_or(prim_fn, name):
 
 floor = _integral_identity_or(lax.floor, "floor")
 ceil = _integral_identity_or(lax.ceil, "ceil")
-rint = _integral_identity_or(lax.round, "rint")
+_round_half_even = _integral_identity_or(lax.round, "round")
 
 
 def round(x, decimals=0):
     if decimals == 0:
-        return rint(x)
+        return _round_half_even(x)
     (x,), _ = promote_and_broadcast(x, operation="round")
+    if not dtypes.is_float(x.dtype):
+        if decimals > 0:
+            return x  # an integer has no digits after the point
+        # NumPy rounds integers to tens, hundreds, ... and keeps their dtype.
+        rounded = round(lax.convert_element_type(x, dtypes.float64), decimals)
+        return lax.convert_element_type(rounded, x.dtype)
     scale = 10.0**decimals
     return lax.div(lax.round(lax.mul(x, _typed(scale, x.dtype))), _typed(scale, x.dtype))
 
@@ -95,13 +114,21 @@ def invert(x):
     return lax.logical_not(x)
 
 
+def _arithmetic_dtype(*xs) -> np.dtype:
+    """NumPy has no bool loop for most arithmetic ufuncs and computes bools in int8,
+    which numbax widens to int32."""
+    dtype = result_type(*xs)
+    return dtypes.int32 if dtype == dtypes.bool_ else dtype
+
+
 def square(x):
-    (x,), _ = promote_and_broadcast(x, operation="square")
+    (x,), _ = promote_and_broadcast(x, dtype=_arithmetic_dtype(operand(x)), operation="square")
     return lax.integer_pow(x, 2)
 
 
 def reciprocal(x):
-    (x,), _ = promote_and_broadcast(x, operation="reciprocal")
+    x = operand(x)
+    (x,), _ = promote_and_broadcast(x, dtype=_arithmetic_dtype(x), operation="reciprocal")
     return lax.div(_typed(1, x.dtype), x)
 
 
@@ -138,9 +165,8 @@ def exp2(x):
 
 
 def arctan2(y, x):
-    (y, x), _ = promote_and_broadcast(
-        y, x, dtype=dtypes.float_result_type(result_type(y, x)), operation="arctan2"
-    )
+    (y, x), _ = promote_and_broadcast(y, x, dtype=_inexact_dtype(operand(y), operand(x)),
+                                      operation="arctan2")
     return lax.atan2(y, x)
 
 
@@ -153,12 +179,28 @@ def _binary(prim_fn, name):
     return fn
 
 
-add = _binary(lax.add, "add")
 subtract = _binary(lax.sub, "subtract")
-multiply = _binary(lax.mul, "multiply")
 maximum = _binary(lax.max, "maximum")
 minimum = _binary(lax.min, "minimum")
-fmod = _binary(lax.rem, "fmod")
+
+
+def add(x, y):
+    """On bools NumPy's add is logical or (``mask + mask``)."""
+    (x, y), _ = promote_and_broadcast(x, y, operation="add")
+    return lax.bitwise_or(x, y) if x.dtype == dtypes.bool_ else lax.add(x, y)
+
+
+def multiply(x, y):
+    """On bools NumPy's multiply is logical and."""
+    (x, y), _ = promote_and_broadcast(x, y, operation="multiply")
+    return lax.bitwise_and(x, y) if x.dtype == dtypes.bool_ else lax.mul(x, y)
+
+
+def fmod(x, y):
+    dtype = _arithmetic_dtype(operand(x), operand(y))
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="fmod")
+    return lax.rem(x, y)
+
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
 less = _binary(lax.lt, "less")
@@ -179,8 +221,9 @@ divide = true_divide
 
 
 def floor_divide(x, y):
-    is_float = dtypes.is_float(result_type(operand(x), operand(y)))
-    (x, y), _ = promote_and_broadcast(x, y, operation="floor_divide")
+    dtype = _arithmetic_dtype(operand(x), operand(y))
+    is_float = dtypes.is_float(dtype)
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="floor_divide")
     if is_float:
         return lax.floor(lax.div(x, y))
     quotient = lax.div(x, y)  # truncates toward zero
@@ -193,7 +236,8 @@ def floor_divide(x, y):
 
 def remainder(x, y):
     """Python's modulo: the result takes the sign of the divisor, as np.remainder."""
-    (x, y), _ = promote_and_broadcast(x, y, operation="remainder")
+    dtype = _arithmetic_dtype(operand(x), operand(y))
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="remainder")
     r = lax.rem(x, y)
     zero = _typed(0, r.dtype)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
@@ -249,7 +293,7 @@ def logical_xor(x, y):
 
 def logaddexp(x, y):
     """log(exp(x) + exp(y)) without overflow: max + log1p(exp(-|x - y|))."""
-    dtype = dtypes.float_result_type(result_type(operand(x), operand(y)))
+    dtype = _inexact_dtype(operand(x), operand(y))
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="logaddexp")
     big = lax.max(x, y)
     diff = lax.sub(x, y)
@@ -276,7 +320,10 @@ def where(condition, x=None, y=None):
     return lax.select(condition, x, y)
 
 
-def clip(x, a_min=None, a_max=None):
+def clip(x, a_min=None, a_max=None, *, min=None, max=None):
+    # ``min``/``max`` are NumPy 2's keyword spellings of the bounds.
+    a_min = min if a_min is None else a_min
+    a_max = max if a_max is None else a_max
     out = operand(x)
     if a_min is not None:
         out = maximum(out, a_min)
@@ -319,8 +366,7 @@ def _to_bool(x):
 
 def _as_float(x, name):
     x = operand(x)
-    dtype = dtypes.float_result_type(result_type(x))
-    (x,), _ = promote_and_broadcast(x, dtype=dtype, operation=name)
+    (x,), _ = promote_and_broadcast(x, dtype=_inexact_dtype(x), operation=name)
     return x
 
 

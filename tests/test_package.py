@@ -1,0 +1,119 @@
+"""The package as a whole: one import name, no Numba at import, the public API, the
+layout that keeps pytest from importing the package twice, and the README's promises."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+
+import numbax
+import pytest
+
+ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
+NOT_SHIPPED = ("tests", "benchmarks")
+
+
+def _run(code: str, cwd: str = ROOT) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_no_module_is_imported_under_a_second_name():
+    # Import every module of the package, then look for any module from this folder
+    # that lives under another name (`<checkout>.tracer` next to `numbax.tracer`).
+    for info in pkgutil.walk_packages(numbax.__path__, "numbax."):
+        if ".backends." in info.name or info.name.endswith((".cpu", ".cuda")):
+            continue  # backends import Numba; they are covered by their own tests
+        importlib.import_module(info.name)
+    doubles = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path or name == "numbax" or name.startswith("numbax."):
+            continue
+        relative = os.path.relpath(os.path.abspath(path), ROOT)
+        if relative.startswith((os.pardir, *NOT_SHIPPED)) or "site-packages" in relative:
+            continue  # outside the package, or a virtual environment kept in the checkout
+        if os.path.basename(path) == "conftest.py":
+            continue
+        doubles.append((name, relative))
+    assert not doubles, f"modules of the package imported under a second name: {doubles}"
+
+
+def test_layout_that_avoids_the_double_import():
+    assert not os.path.exists(os.path.join(ROOT, "conftest.py"))
+    for folder, _, files in os.walk(os.path.join(ROOT, "tests")):
+        assert "__init__.py" not in files, f"{folder} must not be a package"
+
+
+def test_import_does_not_import_numba():
+    out = _run(
+        "import sys, numpy as np, numbax\n"
+        "numbax.make_jaxpr(lambda x: np.sin(x) @ x.T)(np.ones((2, 2)))\n"
+        "numbax.jit(lambda x: x * 2, backend='interpret')(np.ones(2))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))"
+    )
+    assert out.strip() == "[]"
+
+
+def test_repository_root_does_not_shadow_numpy():
+    # Scripts run from the checkout import the real NumPy, not a folder of ours.
+    out = _run("import numpy, os; print(os.path.dirname(numpy.__file__))")
+    assert os.path.dirname(os.path.abspath(out.strip())) != ROOT
+
+
+def test_public_api():
+    for name in numbax.__all__:
+        assert hasattr(numbax, name), name
+    # `numbax.numpy` and `numbax.nn` import like submodules, though they live in tracer/.
+    assert importlib.import_module("numbax.numpy") is numbax.numpy
+    assert importlib.import_module("numbax.nn") is numbax.nn
+    assert callable(numbax.nn.softmax) and callable(numbax.numpy.einsum)
+    assert numbax.__version__
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def test_pytest_configuration_guards_the_root_package():
+    options = _pyproject()["tool"]["pytest"]["ini_options"]
+    assert options["testpaths"] == ["tests"]
+    assert "--confcutdir=tests" in options["addopts"]
+
+
+def _readme_commands() -> list[str]:
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    first_section = re.split(r"\n## ", text, maxsplit=2)[1]
+    return re.findall(r"```(?:bash|sh)?\n(.*?)```", first_section, re.S)
+
+
+def test_readme_starts_with_the_two_set_up_commands():
+    blocks = _readme_commands()
+    commands = [line for block in blocks for line in block.strip().splitlines()]
+    assert len(commands) == 2, commands
+    extras = set(_pyproject()["project"]["optional-dependencies"])
+    assert {"test", "bench", "cuda", "dev"} <= extras
+    for command in commands:
+        for used in re.findall(r"\.\[([\w,]+)\]", command):
+            assert set(used.split(",")) <= extras, command
+    assert any("python -m pytest" in c for c in commands)
+    assert any("python -m benchmarks" in c for c in commands)
+
+
+def test_readme_example_runs(capsys):
+    with open(os.path.join(ROOT, "README.md")) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    assert "add a b; d:f64[] = mul c b" in capsys.readouterr().out

@@ -1,0 +1,317 @@
+"""The mistakes users make under jit, and numbax's answer to each: a numbax error class
+(exported from ``numbax``) whose message names the operation, the user's file:line and
+the fix. Never a bare AttributeError, never a wrong answer."""
+
+from __future__ import annotations
+
+import inspect
+
+import numbax
+import numpy as np
+import pytest
+from numbax.ir.errors import UnsupportedAttributeError
+
+
+def line_of(fn, snippet: str) -> str:
+    """``file:line`` of the first line of ``fn``'s source containing ``snippet``."""
+    lines, first = inspect.getsourcelines(fn)
+    offset = next(k for k, line in enumerate(lines) if snippet in line)
+    return f"{inspect.getsourcefile(fn)}:{first + offset}"
+
+
+def jit(fn, **kwargs):
+    return numbax.jit(fn, backend="interpret", **kwargs)
+
+
+def raises_at(error, fn, snippet, *args, match_all=()):
+    """Call ``fn(*args)``; it must raise ``error`` pointing at the line with ``snippet``."""
+    with pytest.raises(error) as info:
+        fn(*args)
+    message = str(info.value)
+    assert line_of(getattr(fn, "fun", fn), snippet) in message, message
+    for text in match_all:
+        assert text in message, f"{text!r} not in {message!r}"
+    return message
+
+
+X = np.arange(6.0).reshape(2, 3)
+
+
+def branch_on_data(x):
+    if x.sum() > 0:  # the mistake
+        return x
+    return -x
+
+
+def convert_int(x):
+    return np.zeros(int(x[0, 0]))  # the mistake
+
+
+def convert_float(x):
+    return float(x.max()) * x  # the mistake
+
+
+def convert_item(x):
+    return x * x.sum().item()  # the mistake
+
+
+@pytest.mark.parametrize(
+    "fn, snippet, operation",
+    [
+        (branch_on_data, "if x.sum()", "bool()"),
+        (convert_int, "int(x[0, 0])", "int()"),
+        (convert_float, "float(x.max())", "float()"),
+        (convert_item, ".item()", ".item()"),
+    ],
+    ids=["bool", "int", "float", "item"],
+)
+def test_concretization_error(fn, snippet, operation):
+    raises_at(
+        numbax.ConcretizationError,
+        jit(fn),
+        snippet,
+        X,
+        match_all=[operation, "numpy.where", "static_argnums", "inside jit"],
+    )
+
+
+def test_concretization_error_is_a_type_error():
+    assert issubclass(numbax.ConcretizationError, TypeError)
+
+
+def test_conversion_works_on_concrete_static_values():
+    # The fix the message suggests: mark the configuration value static.
+    @jit
+    def scale(x, n):
+        return x * float(n) if n > 1 else x
+
+    assert np.array_equal(jit(scale.fun, static_argnums=1)(X, 3), X * 3.0)
+
+
+def test_asarray_of_tracer():
+    def fn(x):
+        return np.asarray(x) + 1  # the mistake
+
+    raises_at(
+        numbax.TracerArrayConversionError,
+        jit(fn),
+        "np.asarray(x)",
+        X,
+        match_all=["numpy.asarray", "outside the jitted function"],
+    )
+
+
+def test_array_constructor_on_tracer():
+    def fn(x):
+        return np.array([x[0, 0], 2.0]) * x[0]  # the mistake: np.array of a tracer list
+
+    message = raises_at(numbax.TracerArrayConversionError, jit(fn), "np.array(", X)
+    assert "numpy.asarray" in message
+
+
+def test_leaked_tracer_used_after_its_trace():
+    leaked = []
+
+    def keep(x):
+        leaked.append(x)  # the mistake
+        return x * 2
+
+    jit(keep)(X)
+
+    def use_later():
+        return leaked[0] + 1  # the use
+
+    raises_at(
+        numbax.LeakedTracerError,
+        use_later,
+        "leaked[0] + 1",
+        match_all=["add", "escaped", "Return it"],
+    )
+
+    def use_in_another_trace(y):
+        return y * leaked[0]  # the use, inside a new trace
+
+    raises_at(
+        numbax.LeakedTracerError, jit(use_in_another_trace), "y * leaked[0]", X, match_all=["mul"]
+    )
+
+
+def test_leaked_tracer_converted_later():
+    leaked = []
+    jit(lambda x: leaked.append(x) or x)(X)
+
+    def convert():
+        return float(leaked[0])
+
+    raises_at(numbax.LeakedTracerError, convert, "float(leaked", match_all=["float()"])
+
+
+def test_in_place_assignment():
+    def fn(x):
+        x[0] = 1  # the mistake
+        return x
+
+    raises_at(
+        numbax.InPlaceUpdateError,
+        jit(fn),
+        "x[0] = 1",
+        X,
+        match_all=["immutable", ".at[idx].set(v)"],
+    )
+
+
+def test_ufunc_out_argument():
+    def fn(x):
+        return np.exp(x, out=np.empty_like(X))  # the mistake
+
+    raises_at(
+        numbax.InPlaceUpdateError, jit(fn), "np.exp(x, out=", X, match_all=["numpy.exp", "out="]
+    )
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda x: np.argsort(x), "numpy.argsort"),
+        (lambda x: np.fft.fft(x), "numpy.fft.fft"),
+        (lambda x: np.linalg.inv(x[:, :2]), "numpy.linalg.inv"),
+        (lambda x: np.sort(x), "numpy.sort"),
+        (lambda x: np.cbrt(x), "numpy.cbrt"),
+        (lambda x: np.add.accumulate(x), "numpy.add.accumulate"),
+        (lambda x: np.sum(x, where=x > 0), "where"),
+        (lambda x: np.einsum("ii->i", x[:, :2]), "einsum"),
+        (lambda x: np.where(x > 0), "three-argument form"),
+        (lambda x: x[x > 0], "numpy.where(mask, x, fill)"),
+        (lambda x: np.pad(x, 1, mode="reflect"), "mode='reflect'"),
+        (lambda x: x.astype(int) ** x.astype(int), "Python int exponent"),
+        (lambda x: numbax.nn.gelu(x, approximate=False), "approximate=True"),
+    ],
+    ids=[
+        "argsort",
+        "fft",
+        "linalg",
+        "sort",
+        "cbrt",
+        "accumulate",
+        "where-kwarg",
+        "einsum-diag",
+        "where-1-arg",
+        "traced-mask",
+        "pad-mode",
+        "int-power",
+        "gelu-exact",
+    ],
+)
+def test_unsupported_function(call, name):
+    with pytest.raises(numbax.UnsupportedFunctionError) as info:
+        jit(call)(X)
+    message = str(info.value)
+    assert name in message
+    assert f"{__file__}:" in message  # the lambda's line, inside this file
+
+
+def test_unsupported_ndarray_method_is_named_not_a_bare_attribute_error():
+    def fn(x):
+        return x.sort()  # the mistake
+
+    raises_at(numbax.UnsupportedFunctionError, jit(fn), "x.sort()", X, match_all=["ndarray.sort"])
+    # Still an AttributeError, so hasattr/getattr-with-default keep working on tracers.
+    assert issubclass(UnsupportedAttributeError, AttributeError)
+    jit(lambda x: x * (0 if hasattr(x, "sort") else 1) + getattr(x, "nbytes", 0))(X)
+
+
+def test_broadcast_shape_mismatch():
+    def fn(x, y):
+        return x + y  # the mistake
+
+    raises_at(
+        numbax.ShapeError,
+        jit(fn),
+        "x + y",
+        np.ones((2, 3)),
+        np.ones(4),
+        match_all=["(2, 3)", "(4,)", "broadcast"],
+    )
+
+
+def test_matmul_shape_mismatch():
+    def fn(x, y):
+        return x @ y  # the mistake
+
+    raises_at(
+        numbax.ShapeError,
+        jit(fn),
+        "x @ y",
+        np.ones((2, 3)),
+        np.ones((4, 5)),
+        match_all=["matmul", "(2, 3)", "(4, 5)"],
+    )
+
+
+@pytest.mark.parametrize(
+    "call, text",
+    [
+        (lambda x: x.reshape(5, 5), "reshape"),
+        (lambda x: np.dot(x, x), "dot"),
+        (lambda x: np.concatenate([x, x.T]), "concatenate"),
+        (lambda x: np.squeeze(x, 0), "squeeze"),
+        (lambda x: np.sum(x, axis=2), "axis 2 is out of bounds"),
+        (lambda x: np.max(x[:0], axis=0), "max of an empty axis"),
+        (lambda x: np.tensordot(x, x, axes=1), "tensordot"),
+        (lambda x: np.einsum("ij,ij->i", x, x.T), "einsum"),
+        (lambda x: x.at[0].set(np.ones(4)), ".at[].set"),
+    ],
+    ids=[
+        "reshape",
+        "dot",
+        "concatenate",
+        "squeeze",
+        "axis",
+        "empty-max",
+        "tensordot",
+        "einsum",
+        "at-set",
+    ],
+)
+def test_other_shape_errors(call, text):
+    with pytest.raises(numbax.ShapeError) as info:
+        jit(call)(X)
+    assert text in str(info.value)
+    assert f"{__file__}:" in str(info.value)
+
+
+def test_shape_error_is_a_value_error():
+    # Existing `except ValueError` clauses around NumPy code keep working.
+    assert issubclass(numbax.ShapeError, ValueError)
+
+
+def test_unhashable_static_argument():
+    def fn(x, sizes):
+        return x * len(sizes)
+
+    with pytest.raises(numbax.StaticArgumentError) as info:
+        jit(fn, static_argnums=1)(X, [1, 2])
+    message = str(info.value)
+    assert "list" in message and "tuple" in message
+    assert f"{__file__}:" in message
+
+
+def test_unsupported_dtype():
+    with pytest.raises(numbax.NumbaxTypeError) as info:
+        jit(lambda x: x * 2)(np.ones(3, np.complex64))
+    assert "complex64" in str(info.value) and ".astype" in str(info.value)
+
+
+def test_non_array_argument():
+    with pytest.raises(numbax.NumbaxTypeError) as info:
+        jit(lambda x: x)(object())
+    assert "object" in str(info.value)
+
+
+def test_every_error_class_is_exported():
+    for name in ["NumbaxError", "NumbaxTypeError", "ShapeError", "ConcretizationError",
+                 "TracerArrayConversionError", "LeakedTracerError", "InPlaceUpdateError",
+                 "UnsupportedFunctionError", "StaticArgumentError", "GradientError",
+                 "SerializationError", "TypecheckError"]:  # fmt: skip
+        cls = getattr(numbax, name)
+        assert issubclass(cls, numbax.NumbaxError) and name in numbax.__all__
