@@ -25,6 +25,7 @@ from .ir.errors import (
     TracerArrayConversionError,
     TypecheckError,
     UnsupportedFunctionError,
+    UnsupportedAttributeError,
     UnsupportedOnBackendError,
 )
 from .tracer import nn, numpy_api as numpy
@@ -69,6 +70,7 @@ __all__ = [
     "TracerArrayConversionError",
     "TypecheckError",
     "UnsupportedFunctionError",
+    "UnsupportedAttributeError",
     "UnsupportedOnBackendError",
     "checkpoint",
     "cond",

@@ -67,6 +67,11 @@ def test_jacrev_equals_jacfwd_equals_finite_differences(name, inputs):
 def test_jacobians_under_jit(transform, name, backend, inputs, request):
     _known_cpu_scan_bug(request, backend, transform is jacrev and name in ("scan", "fori_loop"))
     f = FUNCTIONS[name]
+    if backend == "cuda" and name != "vector":
+        # The CUDA backend has no control-flow lowering yet; it must say so, not guess.
+        with pytest.raises(numbax.UnsupportedOnBackendError):
+            jit(transform(f, argnums=(0, 1)), backend=backend)(*inputs)
+        return
     eager = transform(f, argnums=(0, 1))(*inputs)
     staged = backend.to_host(jit(transform(f, argnums=(0, 1)), backend=backend)(*inputs))
     for e, s in zip(eager, staged, strict=True):
@@ -98,6 +103,10 @@ def test_hessian_equals_finite_differences_of_the_gradient(f, backend, rng, requ
         return grad(f)(v)
 
     expected = finite_difference_jacobian(gradient, [x], [0], 1e-6)[0][0]
+    if backend == "cuda" and f is _scalar_scan_fn:
+        with pytest.raises(numbax.UnsupportedOnBackendError):
+            jit(hessian(f), backend=backend)(x)
+        return
     staged = backend.to_host(jit(hessian(f), backend=backend)(x))
     for label, h in {"eager": hessian(f)(x), "jit": staged}.items():
         assert h.shape == (4, 4), label
