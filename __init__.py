@@ -24,11 +24,12 @@ from .ir.errors import (
     StaticArgumentError,
     TracerArrayConversionError,
     TypecheckError,
-    UnsupportedFunctionError,
     UnsupportedAttributeError,
+    UnsupportedFunctionError,
     UnsupportedOnBackendError,
 )
-from .tracer import nn, numpy_api as numpy
+from .tracer import nn
+from .tracer import numpy_api as numpy
 from .tracer.control_flow import cond, fori_loop, scan, switch, while_loop
 from .tracer.lax import stop_gradient
 from .tracer.pytree import (
@@ -69,8 +70,8 @@ __all__ = [
     "StaticArgumentError",
     "TracerArrayConversionError",
     "TypecheckError",
-    "UnsupportedFunctionError",
     "UnsupportedAttributeError",
+    "UnsupportedFunctionError",
     "UnsupportedOnBackendError",
     "checkpoint",
     "cond",
@@ -98,6 +99,7 @@ __all__ = [
     "tree_map",
     "tree_structure",
     "tree_unflatten",
+    "typecheck",
     "value_and_grad",
     "vjp",
     "vmap",

@@ -46,7 +46,9 @@ def _leaf_aval(leaf) -> tuple[ShapedArray, bool]:
     try:
         array = np.asarray(leaf)
     except Exception as err:  # noqa: BLE001 - reported as a numbax error below
-        raise NumbaxTypeError(f"argument of type {type(leaf).__name__} is not an array: {err}")
+        raise NumbaxTypeError(
+            f"argument of type {type(leaf).__name__} is not an array: {err}"
+        ) from err
     if array.dtype == object:
         raise NumbaxTypeError(
             at_line(f"argument of type {type(leaf).__name__} is not an array", user_frame_info())
@@ -101,7 +103,7 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict | None = None, co
     out_tree_box = []
 
     def flat_fun(*tracers):
-        for tracer, (_, weak) in zip(tracers, avals_weak):
+        for tracer, (_, weak) in zip(tracers, avals_weak, strict=False):
             tracer.weak_type = weak
         call_args, call_kwargs = tree_unflatten(in_tree, tracers)
         out = fun(*call_args, **call_kwargs)
@@ -109,7 +111,9 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict | None = None, co
         out_tree_box.append(out_tree)
         return out_leaves
 
-    values = [_to_array(leaf, a) for leaf, a in zip(leaves, avals)] if concrete else None
+    values = (
+        [_to_array(leaf, a) for leaf, a in zip(leaves, avals, strict=False)] if concrete else None
+    )
     closed, _ = trace_flat(flat_fun, avals, values)
     return closed, in_tree, out_tree_box[0], [w for _, w in avals_weak]
 
@@ -280,7 +284,7 @@ class JitFunction:
         """Enter this signature in the fast-path cache when the fast path can see it."""
         if kwargs or not all(type(a) is np.ndarray for a in args):
             return
-        if any(a.dtype != aval.dtype for a, (aval, _) in zip(args, avals_weak)):
+        if any(a.dtype != aval.dtype for a, (aval, _) in zip(args, avals_weak, strict=False)):
             return
         single = out_tree.num_leaves == 1 and out_tree.kind == "leaf"
         key = (backend_name, tuple([(a.shape, a.dtype) for a in args]))
@@ -308,7 +312,7 @@ class JitFunction:
             changes = [
                 f"argument {i}: {new[0].str_short()}{' (weak)' if new[1] else ''} "
                 f"(was {old[0].str_short()})"
-                for i, (old, new) in enumerate(zip(old_avals, avals))
+                for i, (old, new) in enumerate(zip(old_avals, avals, strict=False))
                 if old != new
             ]
             return "new shapes/dtypes: " + "; ".join(changes)

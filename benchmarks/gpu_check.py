@@ -95,6 +95,7 @@ def parse_args(argv):
 
 def describe_device(simulated: bool) -> dict:
     import numba
+
     import numbax
 
     info = {"numbax": numbax.__version__, "numba": numba.__version__, "simulated": simulated}
@@ -130,9 +131,10 @@ def corpus_case(task) -> tuple[str, list[dict]]:
     position, max_signatures = task
     if str(TESTS_DIR) not in sys.path:
         sys.path.insert(0, str(TESTS_DIR))
-    import numbax
     import numpy as np
     from corpus import CASES, assert_array_matches, signature_id
+
+    import numbax
 
     case = CASES[position]  # by position: some names are shared by dtype variants
     name = case.name
@@ -217,9 +219,10 @@ def run_corpus(args) -> dict:
 
 def check_residency() -> dict:
     """A jitted result fed to the next jitted call never visits the host."""
-    import numbax
     import numpy as np
     from numba import cuda
+
+    import numbax
 
     double = numbax.jit(lambda x: x * 2.0 + 1.0, backend="cuda")
     total = numbax.jit(lambda y: (y * y).sum(axis=-1), backend="cuda")

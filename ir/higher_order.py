@@ -18,8 +18,11 @@ from .primitive import Pattern, check, register
 def _call_rule(name):
     def rule(*avals: ShapedArray, jaxpr: Jaxpr, **_):
         check(not jaxpr.constvars, name, "sub-jaxpr must be closure-converted")
-        check(list(avals) == jaxpr.in_avals, name,
-              f"operands {[a.str_short() for a in avals]} do not match the sub-jaxpr's inputs")
+        check(
+            list(avals) == jaxpr.in_avals,
+            name,
+            f"operands {[a.str_short() for a in avals]} do not match the sub-jaxpr's inputs",
+        )
         return jaxpr.out_avals
 
     return rule
@@ -37,20 +40,37 @@ checkpoint_p = register(
 )
 
 
-def _custom_vjp_call_rule(*avals: ShapedArray, jaxpr: Jaxpr, fwd_jaxpr: Jaxpr, bwd_jaxpr: Jaxpr,
-                          const_counts: tuple[int, int, int]):
+def _custom_vjp_call_rule(
+    *avals: ShapedArray,
+    jaxpr: Jaxpr,
+    fwd_jaxpr: Jaxpr,
+    bwd_jaxpr: Jaxpr,
+    const_counts: tuple[int, int, int],
+):
     out_avals = _call_rule("custom_vjp_call")(*avals, jaxpr=jaxpr)
     num_primal_consts, num_fwd_consts, num_bwd_consts = const_counts
-    args = list(avals[sum(const_counts):])
+    args = list(avals[sum(const_counts) :])
     fwd_consts = list(avals[num_primal_consts : num_primal_consts + num_fwd_consts])
-    check(fwd_jaxpr.in_avals == fwd_consts + args, "custom_vjp_call",
-          "fwd_jaxpr must take the forward's consts and the arguments")
-    check(fwd_jaxpr.out_avals[: len(out_avals)] == out_avals, "custom_vjp_call",
-          "fwd_jaxpr must return the primal outputs first, then the residuals")
-    check(bwd_jaxpr.out_avals == args, "custom_vjp_call",
-          "bwd_jaxpr must return one cotangent per argument")
-    check(len(bwd_jaxpr.invars) == num_bwd_consts + len(fwd_jaxpr.outvars), "custom_vjp_call",
-          "bwd_jaxpr must take its consts, the residuals and one cotangent per output")
+    check(
+        fwd_jaxpr.in_avals == fwd_consts + args,
+        "custom_vjp_call",
+        "fwd_jaxpr must take the forward's consts and the arguments",
+    )
+    check(
+        fwd_jaxpr.out_avals[: len(out_avals)] == out_avals,
+        "custom_vjp_call",
+        "fwd_jaxpr must return the primal outputs first, then the residuals",
+    )
+    check(
+        bwd_jaxpr.out_avals == args,
+        "custom_vjp_call",
+        "bwd_jaxpr must return one cotangent per argument",
+    )
+    check(
+        len(bwd_jaxpr.invars) == num_bwd_consts + len(fwd_jaxpr.outvars),
+        "custom_vjp_call",
+        "bwd_jaxpr must take its consts, the residuals and one cotangent per output",
+    )
     return out_avals
 
 

@@ -93,9 +93,12 @@ def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers):
     check(lhs.dtype == rhs.dtype, "dot_general", "operand dtypes differ")
     check(len(lhs_contract) == len(rhs_contract), "dot_general", "contracting dims differ")
     check(len(lhs_batch) == len(rhs_batch), "dot_general", "batch dims differ")
-    for a, b in zip(lhs_contract + lhs_batch, rhs_contract + rhs_batch):
-        check(lhs.shape[a] == rhs.shape[b], "dot_general",
-              f"dimension sizes differ: {lhs.str_short()} and {rhs.str_short()}")
+    for a, b in zip(lhs_contract + lhs_batch, rhs_contract + rhs_batch, strict=False):
+        check(
+            lhs.shape[a] == rhs.shape[b],
+            "dot_general",
+            f"dimension sizes differ: {lhs.str_short()} and {rhs.str_short()}",
+        )
     return ShapedArray(dot_general_shape(lhs.shape, rhs.shape, dimension_numbers), lhs.dtype)
 
 
@@ -116,6 +119,4 @@ def _dot_general(lhs, rhs, *, dimension_numbers):
     return out.reshape(dot_general_shape(lhs.shape, rhs.shape, dimension_numbers))
 
 
-register(
-    "dot_general", Pattern.CONTRACTION, _dot_general_rule, _dot_general, expensive=True
-)
+register("dot_general", Pattern.CONTRACTION, _dot_general_rule, _dot_general, expensive=True)

@@ -192,8 +192,10 @@ def _load_jaxpr(data, depth: int) -> Jaxpr:
     def atom(item):
         _expect(isinstance(item, dict), f"bad atom {item!r}")
         if "var" in item:
-            _expect(type(item["var"]) is int and item["var"] in env,
-                    f"use of undefined var {item['var']!r}")
+            _expect(
+                type(item["var"]) is int and item["var"] in env,
+                f"use of undefined var {item['var']!r}",
+            )
             return env[item["var"]]
         dtype = _load_dtype(item.get("dtype"))
         return Literal(_load_scalar(item.get("lit"), dtype), dtype)
@@ -231,7 +233,7 @@ def _load_param(value, depth: int):
     if value is None or isinstance(value, (bool, int, str)):
         return value
     _expect(isinstance(value, dict) and len(value) == 1, f"bad param {value!r}")
-    (tag, body), = value.items()
+    ((tag, body),) = value.items()
     if tag == "float":
         return float(_load_scalar(body, dtypes.float64))
     if tag == "dtype":

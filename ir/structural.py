@@ -100,14 +100,18 @@ def _slice_rule(x: ShapedArray, *, start_indices, limit_indices, strides):
         "one start, limit and stride per dimension",
     )
     shape = []
-    for size, start, limit, stride in zip(x.shape, start_indices, limit_indices, strides):
+    for size, start, limit, stride in zip(
+        x.shape, start_indices, limit_indices, strides, strict=False
+    ):
         check(0 <= start <= limit <= size and stride >= 1, "slice", "indices out of range")
         shape.append(max(0, -(-(limit - start) // stride)))
     return ShapedArray(shape, x.dtype)
 
 
 def _slice(x, *, start_indices, limit_indices, strides):
-    return x[tuple(slice(*bounds) for bounds in zip(start_indices, limit_indices, strides))]
+    return x[
+        tuple(slice(*bounds) for bounds in zip(start_indices, limit_indices, strides, strict=False))
+    ]
 
 
 register("slice", Pattern.INJECTIVE, _slice_rule, _slice)
@@ -115,20 +119,27 @@ register("slice", Pattern.INJECTIVE, _slice_rule, _slice)
 
 def _dynamic_slice_rule(x: ShapedArray, *starts: ShapedArray, slice_sizes):
     check(len(starts) == x.ndim == len(slice_sizes), "dynamic_slice", "one start per dimension")
-    check(all(s.shape == () and dtypes.is_integer(s.dtype) for s in starts), "dynamic_slice",
-          "starts must be integer scalars")
-    check(all(0 <= n <= d for n, d in zip(slice_sizes, x.shape)), "dynamic_slice", "slice too big")
+    check(
+        all(s.shape == () and dtypes.is_integer(s.dtype) for s in starts),
+        "dynamic_slice",
+        "starts must be integer scalars",
+    )
+    check(
+        all(0 <= n <= d for n, d in zip(slice_sizes, x.shape, strict=False)),
+        "dynamic_slice",
+        "slice too big",
+    )
     return ShapedArray(slice_sizes, x.dtype)
 
 
 def _clamped_starts(shape, sizes, starts):
     # Out-of-range starts are clamped so the slice stays inside, as in XLA.
-    return [int(min(max(int(s), 0), d - n)) for s, d, n in zip(starts, shape, sizes)]
+    return [int(min(max(int(s), 0), d - n)) for s, d, n in zip(starts, shape, sizes, strict=False)]
 
 
 def _dynamic_slice(x, *starts, slice_sizes):
     starts = _clamped_starts(x.shape, slice_sizes, starts)
-    return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]
+    return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes, strict=False))]
 
 
 register("dynamic_slice", Pattern.OPAQUE, _dynamic_slice_rule, _dynamic_slice)
@@ -137,20 +148,22 @@ register("dynamic_slice", Pattern.OPAQUE, _dynamic_slice_rule, _dynamic_slice)
 def _dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *starts: ShapedArray):
     check(len(starts) == x.ndim == update.ndim, "dynamic_update_slice", "rank mismatch")
     check(x.dtype == update.dtype, "dynamic_update_slice", "dtype mismatch")
-    check(all(u <= d for u, d in zip(update.shape, x.shape)), "dynamic_update_slice", "too big")
+    check(
+        all(u <= d for u, d in zip(update.shape, x.shape, strict=False)),
+        "dynamic_update_slice",
+        "too big",
+    )
     return x
 
 
 def _dynamic_update_slice(x, update, *starts):
     starts = _clamped_starts(x.shape, update.shape, starts)
     out = np.array(x, copy=True)
-    out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
+    out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape, strict=False))] = update
     return out
 
 
-register(
-    "dynamic_update_slice", Pattern.OPAQUE, _dynamic_update_slice_rule, _dynamic_update_slice
-)
+register("dynamic_update_slice", Pattern.OPAQUE, _dynamic_update_slice_rule, _dynamic_update_slice)
 
 
 def _gather_rule(x: ShapedArray, indices: ShapedArray, *, axis):
@@ -184,8 +197,9 @@ def _scatter(x, indices, updates, *, axis, mode):
     out = np.array(x, copy=True)
     indices = np.clip(indices, 0, x.shape[axis] - 1) if x.shape[axis] else indices
     moved = np.moveaxis(out, axis, 0)
-    moved_updates = np.moveaxis(updates, list(range(axis, axis + indices.ndim)),
-                                list(range(indices.ndim)))
+    moved_updates = np.moveaxis(
+        updates, list(range(axis, axis + indices.ndim)), list(range(indices.ndim))
+    )
     if mode == "set":
         moved[indices] = moved_updates
     else:
@@ -202,7 +216,11 @@ def _concatenate_rule(*xs: ShapedArray, dimension):
     for x in xs:
         check(x.dtype == first.dtype and x.ndim == first.ndim, "concatenate", "operands differ")
         check(
-            all(a == b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != dimension),
+            all(
+                a == b
+                for i, (a, b) in enumerate(zip(x.shape, first.shape, strict=False))
+                if i != dimension
+            ),
             "concatenate",
             "shapes differ outside the concatenated dimension",
         )
@@ -223,7 +241,9 @@ def _pad_rule(x: ShapedArray, padding_value: ShapedArray, *, padding_config):
     check(len(padding_config) == x.ndim, "pad", "one (low, high) pair per dimension")
     check(padding_value.shape == () and padding_value.dtype == x.dtype, "pad", "bad pad value")
     check(all(lo >= 0 and hi >= 0 for lo, hi in padding_config), "pad", "negative padding")
-    return ShapedArray([d + lo + hi for d, (lo, hi) in zip(x.shape, padding_config)], x.dtype)
+    return ShapedArray(
+        [d + lo + hi for d, (lo, hi) in zip(x.shape, padding_config, strict=False)], x.dtype
+    )
 
 
 def _pad(x, padding_value, *, padding_config):

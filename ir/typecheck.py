@@ -66,7 +66,7 @@ def _subjaxprs(param):
 def _check_consts(closed: ClosedJaxpr) -> None:
     if len(closed.consts) != len(closed.jaxpr.constvars):
         raise TypecheckError("number of consts does not match constvars")
-    for var, const in zip(closed.jaxpr.constvars, closed.consts):
+    for var, const in zip(closed.jaxpr.constvars, closed.consts, strict=False):
         shape, dtype = getattr(const, "shape", None), getattr(const, "dtype", None)
         if shape is not None and (tuple(shape) != var.aval.shape or dtype != var.aval.dtype):
             raise TypecheckError(

@@ -29,8 +29,9 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numbax
 import numpy as np
+
+import numbax
 from numbax import nn
 from numbax import numpy as xnp
 from numbax.ir.dtypes import canonicalize

@@ -10,8 +10,9 @@ import re
 import subprocess
 import sys
 
-import numbax
 import pytest
+
+import numbax
 
 ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
 NOT_SHIPPED = ("tests", "benchmarks")

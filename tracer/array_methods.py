@@ -41,8 +41,11 @@ def _array(self, dtype=None, copy=None):
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if kwargs.get("out") is not None:
         raise InPlaceUpdateError(
-            at_line(f"numpy.{ufunc.__name__}(..., out=...) writes in place, which traced "
-                    "arrays do not support; use the returned value instead", user_frame_info())
+            at_line(
+                f"numpy.{ufunc.__name__}(..., out=...) writes in place, which traced "
+                "arrays do not support; use the returned value instead",
+                user_frame_info(),
+            )
         )
     kwargs.pop("out", None)
     if method == "__call__" and ufunc in xnp.HANDLED_UFUNCS and not kwargs:
@@ -74,8 +77,11 @@ def _getattr(self, name):
     if name.startswith("__") or not hasattr(np.ndarray, name):
         raise AttributeError(f"'Tracer' object has no attribute {name!r}")
     raise UnsupportedAttributeError(
-        at_line(f"ndarray.{name} is not supported on traced arrays by numbax; see "
-                "numbax.numpy for the functions it traces", user_frame_info())
+        at_line(
+            f"ndarray.{name} is not supported on traced arrays by numbax; see "
+            "numbax.numpy for the functions it traces",
+            user_frame_info(),
+        )
     )
 
 

@@ -83,8 +83,10 @@ class Trace:
         if isinstance(value, np.ndarray):
             return self.lift(value)._var
         raise NumbaxTypeError(
-            at_line(f"cannot use a value of type {type(value).__name__} as an array operand",
-                    user_frame_info())
+            at_line(
+                f"cannot use a value of type {type(value).__name__} as an array operand",
+                user_frame_info(),
+            )
         )
 
     def value_of(self, value):
@@ -141,7 +143,7 @@ def _eager(prim: Primitive, args, params):
     arrays = [np.asarray(a) for a in args]
     out_avals = prim.abstract_eval(*[aval_of(a) for a in arrays], **params)
     outs = prim.impl(*arrays, **params)
-    return [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals)]
+    return [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals, strict=False)]
 
 
 def _record(trace: Trace, prim: Primitive, args, params):
@@ -159,8 +161,8 @@ def _record(trace: Trace, prim: Primitive, args, params):
         in_values = [trace.value_of(a) for a in args]
         if all(v is not None for v in in_values):
             outs = prim.impl(*[np.asarray(v) for v in in_values], **params)
-            values = [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals)]
-    tracers = [Tracer(trace, aval, value) for aval, value in zip(out_avals, values)]
+            values = [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals, strict=False)]
+    tracers = [Tracer(trace, aval, value) for aval, value in zip(out_avals, values, strict=False)]
     trace.eqns.append(Eqn(prim, inputs, [t._var for t in tracers], params, source_info))
     if trace.values is not None:
         trace.values.update((t._var, t._value) for t in tracers)
@@ -174,7 +176,7 @@ def trace_flat(fun, in_avals, values=None) -> tuple[ClosedJaxpr, list]:
     """
     with new_trace(concrete=values is not None) as trace:
         values = values if values is not None else [None] * len(in_avals)
-        args = [trace.new_arg(aval, value) for aval, value in zip(in_avals, values)]
+        args = [trace.new_arg(aval, value) for aval, value in zip(in_avals, values, strict=False)]
         outs = fun(*args)
         return trace.to_jaxpr(outs), outs
 

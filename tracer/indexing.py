@@ -50,8 +50,9 @@ def _normalize(x, idx):
             i = np.asarray(i)
         if isinstance(i, np.ndarray) and i.dtype == bool:
             if i.ndim == 0:
-                raise _error(UnsupportedFunctionError, "indexing with a scalar boolean is "
-                             "not supported")
+                raise _error(
+                    UnsupportedFunctionError, "indexing with a scalar boolean is not supported"
+                )
             items.append(_Mask(i))
             continue
         if isinstance(i, Tracer) and i.dtype == dtypes.bool_:
@@ -67,8 +68,11 @@ def _normalize(x, idx):
         if i is not None and i is not Ellipsis
     )
     if consuming > x.ndim:
-        raise _error(ShapeError, f"too many indices for array: array is {x.ndim}-dimensional, "
-                     f"but {consuming} were indexed")
+        raise _error(
+            ShapeError,
+            f"too many indices for array: array is {x.ndim}-dimensional, "
+            f"but {consuming} were indexed",
+        )
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise _error(ShapeError, "an index can only have a single ellipsis ('...')")
     ellipsis = next((k for k, i in enumerate(items) if i is Ellipsis), None)
@@ -96,9 +100,12 @@ def _expand_masks(shape, items):
         if isinstance(i, _Mask):
             covered = shape[axis : axis + i.array.ndim]
             if i.array.shape != covered:
-                raise _error(IndexError, f"boolean index did not match indexed array along "
-                             f"axis {axis}: the array's size is {covered} but the boolean "
-                             f"mask's is {i.array.shape}")
+                raise _error(
+                    IndexError,
+                    f"boolean index did not match indexed array along "
+                    f"axis {axis}: the array's size is {covered} but the boolean "
+                    f"mask's is {i.array.shape}",
+                )
             out.extend(np.nonzero(i.array))
             axis += i.array.ndim
             continue
@@ -110,8 +117,11 @@ def _expand_masks(shape, items):
 def getitem(x, idx):
     x = asarray(x)
     x, items, split = _normalize(x, idx)
-    advanced = [k for k, i in enumerate(items)
-                if isinstance(i, (np.ndarray, Tracer)) or (_is_int_scalar(i) and _has_arrays(items))]
+    advanced = [
+        k
+        for k, i in enumerate(items)
+        if isinstance(i, (np.ndarray, Tracer)) or (_is_int_scalar(i) and _has_arrays(items))
+    ]
     # Basic indexing first: slices and (when no arrays are present) concrete ints.
     squeeze = []
     for axis, i in enumerate(items):
@@ -121,8 +131,9 @@ def getitem(x, idx):
         if _is_int_scalar(i):
             i = int(i)
             if not -size <= i < size:
-                raise _error(IndexError, f"index {i} is out of bounds for axis {axis} with "
-                             f"size {size}")
+                raise _error(
+                    IndexError, f"index {i} is out of bounds for axis {axis} with size {size}"
+                )
             i %= size
             x = _slice_axis(x, axis, i, i + 1, 1)
             squeeze.append(axis)
@@ -134,8 +145,11 @@ def getitem(x, idx):
                 positions = np.arange(start, stop, step, dtype=np.int64)
                 x = lax.gather(x, positions, axis)
         else:
-            raise _error(NumbaxTypeError, f"unsupported index {i!r} of type "
-                         f"{type(i).__name__}; use ints, slices, None, ..., or integer arrays")
+            raise _error(
+                NumbaxTypeError,
+                f"unsupported index {i!r} of type "
+                f"{type(i).__name__}; use ints, slices, None, ..., or integer arrays",
+            )
     if advanced:
         x = _advanced(x, items, advanced, split)
         shift = len(_index_shape(items, advanced)) - len(advanced)
@@ -157,15 +171,18 @@ def _index_array(i, size, axis):
     """An integer index array with negative entries wrapped (and checked, if concrete)."""
     if isinstance(i, Tracer):
         if not dtypes.is_integer(i.dtype):
-            raise _error(NumbaxTypeError, f"arrays used as indices must be of integer type, "
-                         f"got {i.dtype}")
+            raise _error(
+                NumbaxTypeError, f"arrays used as indices must be of integer type, got {i.dtype}"
+            )
         index_dtype = i.dtype
-        return lax.select(lax.lt(i, np.asarray(0, index_dtype)),
-                          lax.add(i, np.asarray(size, index_dtype)), i)
+        return lax.select(
+            lax.lt(i, np.asarray(0, index_dtype)), lax.add(i, np.asarray(size, index_dtype)), i
+        )
     i = np.asarray(i)
     if not dtypes.is_integer(i.dtype):
-        raise _error(NumbaxTypeError, f"arrays used as indices must be of integer type, got "
-                     f"{i.dtype}")
+        raise _error(
+            NumbaxTypeError, f"arrays used as indices must be of integer type, got {i.dtype}"
+        )
     if i.size and (i.min() < -size or i.max() >= size):
         raise _error(IndexError, f"index out of bounds for axis {axis} with size {size}")
     return np.where(i < 0, i + size, i).astype(np.int64)
@@ -178,8 +195,9 @@ def _index_shape(items, advanced):
 def _advanced(x, items, advanced, split=None):
     shape = _index_shape(items, advanced)
     indices = [_index_array(items[a], x.shape[a], a) for a in advanced]
-    indices = [lax.broadcast_to_rank(asarray(i), shape) if np.shape(i) != shape else i
-               for i in indices]
+    indices = [
+        lax.broadcast_to_rank(asarray(i), shape) if np.shape(i) != shape else i for i in indices
+    ]
     first = advanced[0]
     if len(advanced) == 1:
         return lax.gather(x, indices[0], first)
@@ -188,9 +206,9 @@ def _advanced(x, items, advanced, split=None):
     rest = [a for a in range(x.ndim) if a not in advanced]
     moved = lax.transpose(x, advanced + rest)
     sizes = [x.shape[a] for a in advanced]
-    flat = lax.reshape(moved, (int(np.prod(sizes, dtype=np.int64)),) + moved.shape[len(sizes):])
+    flat = lax.reshape(moved, (int(np.prod(sizes, dtype=np.int64)),) + moved.shape[len(sizes) :])
     linear = None
-    for index, stride in zip(indices, np.cumprod([1] + sizes[::-1][:-1])[::-1]):
+    for index, stride in zip(indices, np.cumprod([1] + sizes[::-1][:-1])[::-1], strict=False):
         index = asarray(convert(index, dtypes.int64))
         term = lax.mul(index, np.int64(stride)) if stride != 1 else index
         linear = term if linear is None else lax.add(linear, term)
@@ -221,13 +239,17 @@ def update(x, idx, values, mode: str):
     values = asarray(convert(operand(values), x.dtype))
     target = np.shape(positions)
     if broadcast_shapes(np.shape(values), target, operation=f".at[].{mode}") != target:
-        raise _error(ShapeError, f".at[].{mode}: values of shape {np.shape(values)} do not "
-                     f"broadcast to the indexed shape {target}")
+        raise _error(
+            ShapeError,
+            f".at[].{mode}: values of shape {np.shape(values)} do not "
+            f"broadcast to the indexed shape {target}",
+        )
     values = lax.broadcast_to_rank(values, target)
     count = int(np.prod(target, dtype=np.int64))
     flat = lax.reshape(x, (x.size,))
-    out = lax.scatter(flat, lax.reshape(asarray(positions), (count,)),
-                      lax.reshape(values, (count,)), 0, mode)
+    out = lax.scatter(
+        flat, lax.reshape(asarray(positions), (count,)), lax.reshape(values, (count,)), 0, mode
+    )
     return lax.reshape(out, x.shape)
 
 
@@ -293,8 +315,11 @@ def take_along_axis(arr, indices, axis):
     axis = normalize_axis(axis, x.ndim, "take_along_axis")
     indices = indices if isinstance(indices, Tracer) else np.asarray(indices)
     if np.ndim(indices) != x.ndim:
-        raise _error(ShapeError, f"take_along_axis: indices and arr must have the same number "
-                     f"of dimensions ({np.ndim(indices)} vs {x.ndim})")
+        raise _error(
+            ShapeError,
+            f"take_along_axis: indices and arr must have the same number "
+            f"of dimensions ({np.ndim(indices)} vs {x.ndim})",
+        )
     # Index every other axis with a broadcast iota, so this is one advanced index.
     shape = broadcast_shapes(
         tuple(d for k, d in enumerate(x.shape) if k != axis),

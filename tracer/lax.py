@@ -106,8 +106,10 @@ def slice(x, start_indices, limit_indices, strides=None):
     start_indices = tuple(int(i) for i in start_indices)
     limit_indices = tuple(int(i) for i in limit_indices)
     strides = tuple(int(s) for s in strides) if strides else (1,) * len(start_indices)
-    if start_indices == (0,) * len(start_indices) and limit_indices == _shape_of(x) and (
-        strides == (1,) * len(strides)
+    if (
+        start_indices == (0,) * len(start_indices)
+        and limit_indices == _shape_of(x)
+        and (strides == (1,) * len(strides))
     ):
         return x
     return bind(

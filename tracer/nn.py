@@ -38,8 +38,11 @@ def gelu(x, approximate: bool = True):
         inner = xnp.multiply(c, xnp.add(x, xnp.multiply(0.044715, xnp.power(x, 3))))
         return xnp.multiply(xnp.multiply(0.5, x), xnp.add(1.0, xnp.tanh(inner)))
     raise UnsupportedFunctionError(
-        at_line("gelu(approximate=False) needs erf, which numbax lacks; use the default "
-                "approximate=True (the tanh form, as jax.nn.gelu)", user_frame_info())
+        at_line(
+            "gelu(approximate=False) needs erf, which numbax lacks; use the default "
+            "approximate=True (the tanh form, as jax.nn.gelu)",
+            user_frame_info(),
+        )
     )
 
 

@@ -29,8 +29,9 @@ def asarray(x):
         return stack([asarray(e) for e in x])
     array = np.asarray(x)
     if array.dtype == object:
-        raise NumbaxTypeError(at_line(f"cannot convert {type(x).__name__} to an array",
-                                      user_frame_info()))
+        raise NumbaxTypeError(
+            at_line(f"cannot convert {type(x).__name__} to an array", user_frame_info())
+        )
     dtype = dtypes.canonicalize(array.dtype)
     return array if array.dtype == dtype else array.astype(dtype)
 
@@ -120,8 +121,10 @@ def normalize_axis(axis: int, ndim: int, operation: str = "operation") -> int:
     axis = int(axis)
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
         raise ShapeError(
-            at_line(f"{operation}: axis {axis} is out of bounds for an array of dimension {ndim}",
-                    user_frame_info())
+            at_line(
+                f"{operation}: axis {axis} is out of bounds for an array of dimension {ndim}",
+                user_frame_info(),
+            )
         )
     return axis % ndim if ndim else 0
 

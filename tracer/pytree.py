@@ -99,7 +99,7 @@ def _unflatten(treedef: PyTreeDef, it):
     if treedef.kind in _REGISTRY:
         return _REGISTRY[treedef.kind][1](treedef.aux, children)
     if treedef.kind is dict:
-        return dict(zip(treedef.aux, children))
+        return dict(zip(treedef.aux, children, strict=False))
     if treedef.kind in (tuple, list):
         return treedef.kind(children)
     return treedef.kind(*children)  # namedtuple
@@ -108,7 +108,7 @@ def _unflatten(treedef: PyTreeDef, it):
 def tree_map(fn: Callable, tree, *rest):
     leaves, treedef = tree_flatten(tree)
     others = [treedef_flatten_like(treedef, r) for r in rest]
-    return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others)])
+    return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others, strict=False)])
 
 
 def treedef_flatten_like(treedef: PyTreeDef, tree) -> list:

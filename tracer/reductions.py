@@ -33,8 +33,11 @@ def _reduction(prim_fn, name, accumulate=True):
         out_dtype = _accumulator_dtype(x.dtype, dtype) if accumulate else x.dtype
         if not accumulate and any(x.shape[i] == 0 for i in axes):
             raise ShapeError(
-                at_line(f"{name} of an empty axis has no identity (NumPy raises too); "
-                        "pass a non-empty array or use where= logic first", user_frame_info())
+                at_line(
+                    f"{name} of an empty axis has no identity (NumPy raises too); "
+                    "pass a non-empty array or use where= logic first",
+                    user_frame_info(),
+                )
             )
         out = prim_fn(convert(x, out_dtype), axes)
         return _keep(out, x.shape, axes, keepdims)
@@ -87,8 +90,7 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False, **unsupported):
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False, **unsupported):
-    return ufuncs.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
-                           **unsupported))
+    return ufuncs.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **unsupported))
 
 
 def _arg(prim_fn, name):
@@ -124,6 +126,8 @@ def _no_extra(name, unsupported):
         from ..ir.errors import UnsupportedFunctionError
 
         raise UnsupportedFunctionError(
-            at_line(f"{name}() does not support the argument(s) {sorted(unsupported)} in "
-                    "numbax", user_frame_info())
+            at_line(
+                f"{name}() does not support the argument(s) {sorted(unsupported)} in numbax",
+                user_frame_info(),
+            )
         )

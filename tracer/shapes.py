@@ -29,8 +29,9 @@ def reshape(a, newshape=None, order="C", *, shape=None):
     x = asarray(a)
     target = shape if shape is not None else newshape
     if order != "C":
-        raise UnsupportedFunctionError(at_line("reshape supports order='C' only",
-                                               user_frame_info()))
+        raise UnsupportedFunctionError(
+            at_line("reshape supports order='C' only", user_frame_info())
+        )
     if isinstance(target, (int, np.integer)):
         target = (int(target),)
     target = [int(d) for d in target]
@@ -39,12 +40,15 @@ def reshape(a, newshape=None, order="C", *, shape=None):
     if -1 in target:
         known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
         if known == 0 or x.size % known:
-            raise _shape_error(f"reshape: cannot reshape array of shape {x.shape} into "
-                               f"{tuple(target)}")
+            raise _shape_error(
+                f"reshape: cannot reshape array of shape {x.shape} into {tuple(target)}"
+            )
         target[target.index(-1)] = x.size // known
     if int(np.prod(target, dtype=np.int64)) != x.size:
-        raise _shape_error(f"reshape: cannot reshape array of size {x.size} (shape {x.shape}) "
-                           f"into shape {tuple(target)}")
+        raise _shape_error(
+            f"reshape: cannot reshape array of size {x.size} (shape {x.shape}) "
+            f"into shape {tuple(target)}"
+        )
     return lax.reshape(x, target)
 
 
@@ -78,7 +82,7 @@ def moveaxis(a, source, destination):
     if len(source) != len(destination):
         raise _shape_error("moveaxis: source and destination need the same number of axes")
     order = [i for i in range(x.ndim) if i not in source]
-    for dest, src in sorted(zip(destination, source)):
+    for dest, src in sorted(zip(destination, source, strict=False)):
         order.insert(dest, src)
     return lax.transpose(x, order)
 
@@ -91,8 +95,10 @@ def squeeze(a, axis=None):
         axes = normalize_axes(axis, x.ndim, "squeeze")
         for i in axes:
             if x.shape[i] != 1:
-                raise _shape_error(f"squeeze: cannot select an axis to squeeze out which has "
-                                   f"size not equal to one (axis {i} of shape {x.shape})")
+                raise _shape_error(
+                    f"squeeze: cannot select an axis to squeeze out which has "
+                    f"size not equal to one (axis {i} of shape {x.shape})"
+                )
     return lax.squeeze(x, axes)
 
 
@@ -135,8 +141,9 @@ def concatenate(arrays, axis=0, dtype=None):
     axis = normalize_axis(axis, ndim, "concatenate")
     for x in xs:
         same_rank = x.ndim == ndim
-        if not same_rank or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape))
-                                if i != axis):
+        if not same_rank or any(
+            a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape, strict=False)) if i != axis
+        ):
             raise _shape_error(
                 "concatenate: all input array dimensions except the concatenation axis must "
                 f"match; got shapes {[tuple(v.shape) for v in xs]} along axis {axis}"
@@ -149,8 +156,9 @@ def stack(arrays, axis=0):
     if not xs:
         raise _shape_error("stack needs at least one array")
     if len({x.shape for x in xs}) != 1:
-        raise _shape_error(f"stack: all input arrays must have the same shape, got "
-                           f"{[tuple(x.shape) for x in xs]}")
+        raise _shape_error(
+            f"stack: all input arrays must have the same shape, got {[tuple(x.shape) for x in xs]}"
+        )
     axis = normalize_axis(axis, xs[0].ndim + 1, "stack")
     return concatenate([lax.expand_dims(x, (axis,)) for x in xs], axis=axis)
 
@@ -173,14 +181,18 @@ def split(ary, indices_or_sections, axis=0):
     if isinstance(indices_or_sections, (int, np.integer)):
         sections = int(indices_or_sections)
         if sections <= 0 or size % sections:
-            raise _shape_error(f"split: array split does not result in an equal division "
-                               f"({size} into {sections})")
+            raise _shape_error(
+                f"split: array split does not result in an equal division ({size} into {sections})"
+            )
         bounds = [i * (size // sections) for i in builtins.range(sections + 1)]
     else:
-        bounds = [0] + [builtins.min(builtins.max(int(i), 0), size)
-                        for i in indices_or_sections] + [size]
+        bounds = (
+            [0]
+            + [builtins.min(builtins.max(int(i), 0), size) for i in indices_or_sections]
+            + [size]
+        )
     out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
         start = [0] * x.ndim
         limit = list(x.shape)
         start[axis], limit[axis] = lo, builtins.max(lo, hi)
@@ -196,16 +208,19 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     x = asarray(array)
     if mode != "constant":
         raise UnsupportedFunctionError(
-            at_line(f"pad: mode={mode!r} is not supported; numbax pads with mode='constant'",
-                    user_frame_info())
+            at_line(
+                f"pad: mode={mode!r} is not supported; numbax pads with mode='constant'",
+                user_frame_info(),
+            )
         )
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
     if (widths < 0).any():
         raise _shape_error("pad: pad widths must be non-negative")
     value = convert(operand(constant_values), x.dtype)
     if np.shape(value) != ():
-        raise UnsupportedFunctionError(at_line("pad: constant_values must be a scalar",
-                                               user_frame_info()))
+        raise UnsupportedFunctionError(
+            at_line("pad: constant_values must be a scalar", user_frame_info())
+        )
     return lax.pad(x, value, widths.tolist())
 
 
@@ -214,5 +229,7 @@ def flip(m, axis=None):
 
     x = asarray(m)
     axes = normalize_axes(axis, x.ndim, "flip")
-    return getitem(x, tuple(slice(None, None, -1) if i in axes else slice(None)
-                            for i in builtins.range(x.ndim)))
+    return getitem(
+        x,
+        tuple(slice(None, None, -1) if i in axes else slice(None) for i in builtins.range(x.ndim)),
+    )

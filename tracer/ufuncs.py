@@ -165,8 +165,9 @@ def exp2(x):
 
 
 def arctan2(y, x):
-    (y, x), _ = promote_and_broadcast(y, x, dtype=_inexact_dtype(operand(y), operand(x)),
-                                      operation="arctan2")
+    (y, x), _ = promote_and_broadcast(
+        y, x, dtype=_inexact_dtype(operand(y), operand(x)), operation="arctan2"
+    )
     return lax.atan2(y, x)
 
 
@@ -201,6 +202,7 @@ def fmod(x, y):
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="fmod")
     return lax.rem(x, y)
 
+
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
 less = _binary(lax.lt, "less")
@@ -229,8 +231,10 @@ def floor_divide(x, y):
     quotient = lax.div(x, y)  # truncates toward zero
     remainder = lax.rem(x, y)
     zero = _typed(0, remainder.dtype)
-    adjust = lax.bitwise_and(lax.ne(remainder, zero), lax.ne(lax.lt(remainder, zero),
-                                                             lax.lt(y, _typed(0, remainder.dtype))))
+    adjust = lax.bitwise_and(
+        lax.ne(remainder, zero),
+        lax.ne(lax.lt(remainder, zero), lax.lt(y, _typed(0, remainder.dtype))),
+    )
     return lax.select(adjust, lax.sub(quotient, _typed(1, quotient.dtype)), quotient)
 
 
@@ -316,7 +320,9 @@ def where(condition, x=None, y=None):
     x, y = operand(x), operand(y)
     shape = broadcast_shapes(shape_of(condition), shape_of(x), shape_of(y), operation="where")
     (x, y), _ = promote_and_broadcast(x, y, operation="where")
-    condition, x, y = (v if shape_of(v) == () else broadcast_to(v, shape) for v in (condition, x, y))
+    condition, x, y = (
+        v if shape_of(v) == () else broadcast_to(v, shape) for v in (condition, x, y)
+    )
     return lax.select(condition, x, y)
 
 

@@ -16,9 +16,10 @@ import os
 import sys
 import threading
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 from numbax.ir.interpret import eval_jaxpr
 from numbax.tracer import lax
 
@@ -388,6 +389,7 @@ def test_warp_shuffle_variant(rng, monkeypatch):
     if not SIMULATED:
         pytest.skip("runs the shuffle variant under the simulator")
     from numba.cuda.simulator import kernelapi
+
     from numbax.backends.cuda import CudaOptions
 
     def exchange(value, source_lane):
@@ -429,6 +431,7 @@ def test_cublas_path_with_a_stand_in_for_cupy(rng, monkeypatch):
     import types
 
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
     from numbax.backends.cuda import CudaOptions, cublas
 
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(matmul=np.matmul))

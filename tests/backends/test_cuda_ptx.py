@@ -12,9 +12,10 @@ import multiprocessing
 import os
 import re
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 pytestmark = pytest.mark.skipif(SIMULATED, reason="PTX needs the real numba.cuda")
@@ -180,6 +181,7 @@ def test_generated_module_needs_no_gpu_to_import():
 def corpus_ptx(positions: list[int]) -> list[str]:
     """Compile the first signature of these corpus cases to PTX; the problems found."""
     import corpus
+
     from numbax.api import trace_to_jaxpr
     from numbax.backends.cuda.ptx import program_ptx
 

@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 from numba import njit
+
 from numbax.backends.cpu import fastmath
 
 NAMES = ["exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos"]

@@ -3,10 +3,11 @@ jaxpr that prints identically and evaluates to the same values."""
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
 from corpus import CASES, assert_tree_matches, signature_id
+
+import numbax
 from numbax import ir
 from numbax.api import trace_to_jaxpr
 

@@ -4,9 +4,10 @@ operands, a one-equation program of it typechecks and survives the JSON round tr
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 from numbax import ir
 from numbax.api import closure_convert
 from numbax.ir import PRIMITIVES

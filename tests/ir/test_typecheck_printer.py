@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 from numbax import ir
 from numbax.api import closure_convert
 from numbax.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var

@@ -5,6 +5,7 @@ compiles in these tests). Debug checks are on for the session (tests/conftest.py
 from __future__ import annotations
 
 import pytest
+
 from numbax.config import config
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numbax
 import numpy as np
+
+import numbax
 from numbax import ir, passes
 from numbax.ir.core import ClosedJaxpr
 from numbax.passes import fusion

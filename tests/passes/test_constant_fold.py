@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+from passes_util import assert_same_values, run_pass, trace
+
 from numbax import numpy as xnp
 from numbax.ir.core import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var
 from numbax.ir.primitive import PRIMITIVES
 from numbax.passes import constant_fold, dce
 from numbax.tracer import lax
-from passes_util import assert_same_values, run_pass, trace
 
 x3 = np.ones(3, np.float32)
 TABLE = np.arange(6.0).reshape(2, 3)

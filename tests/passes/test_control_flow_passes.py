@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import textwrap
 
-import numbax
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from passes_util import assert_same_values, run_pass, trace
+
+import numbax
 from numbax import numpy as xnp
 from numbax import passes
 from numbax.passes import control_flow, dce, loop_dce, loop_invariants
@@ -21,7 +23,6 @@ from numbax.passes.manager import run_pipeline
 from numbax.passes.verify import check_fused
 from numbax.tracer import lax
 from numbax.tracer.control_flow import cond, fori_loop, scan, switch, while_loop
-from passes_util import assert_same_values, run_pass, trace
 
 x3 = np.array([0.5, -1.0, 2.0])
 y3 = np.array([1.5, 0.25, -0.75])

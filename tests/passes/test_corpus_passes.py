@@ -3,14 +3,15 @@ does, typechecks after every pass and keeps the kernel contract."""
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
 from corpus import CASES, signature_id
+from passes_util import assert_same_values
+
+import numbax
 from numbax import passes
 from numbax.api import trace_to_jaxpr
 from numbax.passes.verify import check_fused
-from passes_util import assert_same_values
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
+from passes_util import assert_same_values, optimize, run_pass, trace
+
+import numbax
 from numbax.ir.core import ClosedJaxpr, Jaxpr
 from numbax.passes import cse, dce
 from numbax.tracer.control_flow import cond, fori_loop
-from passes_util import assert_same_values, optimize, run_pass, trace
 
 x3 = np.arange(3.0, dtype=np.float32)
 

@@ -4,14 +4,8 @@ values: the fused program evaluates to the traced program's answer."""
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
-from numbax import nn
-from numbax import numpy as xnp
-from numbax.passes import fusion
-from numbax.passes.kernels import classify
-from numbax.tracer.control_flow import cond
 from passes_util import (
     assert_same_values,
     joinable_neighbours,
@@ -21,6 +15,13 @@ from passes_util import (
     prim_names,
     trace,
 )
+
+import numbax
+from numbax import nn
+from numbax import numpy as xnp
+from numbax.passes import fusion
+from numbax.passes.kernels import classify
+from numbax.tracer.control_flow import cond
 
 F32 = np.float32
 rng = np.random.default_rng(0)

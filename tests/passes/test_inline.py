@@ -3,14 +3,15 @@ into their caller with fresh variables."""
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
+from passes_util import assert_same_values, optimize, run_pass, trace
+
+import numbax
 from numbax import ir
 from numbax.ir.higher_order import checkpoint_p, custom_vjp_call_p
 from numbax.passes import inline
 from numbax.tracer.control_flow import cond
 from numbax.tracer.core import bind
-from passes_util import assert_same_values, optimize, run_pass, trace
 
 x3 = np.arange(3.0, dtype=np.float32)
 

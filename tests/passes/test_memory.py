@@ -5,10 +5,11 @@ intermediate stored in its planned buffer."""
 from __future__ import annotations
 
 import numpy as np
+from passes_util import evaluate, optimize
+
 from numbax import ir
 from numbax.ir.core import Var
 from numbax.passes import plan_memory
-from passes_util import evaluate, optimize
 
 rng = np.random.default_rng(1)
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import os
 
-import numbax
 import numpy as np
 import pytest
+from passes_util import trace
+
+import numbax
 from numbax import passes
 from numbax.config import config
 from numbax.ir.core import ClosedJaxpr, Jaxpr
 from numbax.ir.errors import TypecheckError
 from numbax.passes import cse, dce
 from numbax.passes.manager import FixedPoint, Pass, run_pipeline
-from passes_util import trace
 
 x3 = np.arange(3.0)
 

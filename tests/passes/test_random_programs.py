@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numbax
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from passes_util import assert_same_values, trace
+
+import numbax
 from numbax import passes
 from numbax.passes import fusion
 from numbax.passes.manager import run_pipeline
 from numbax.passes.rewrite import subjaxprs
 from numbax.passes.verify import check_fused
 from numbax.tracer.control_flow import cond
-from passes_util import assert_same_values, trace
 
 SHAPES = [(3, 4), (4,), (2, 3, 4), (1, 4), (3, 1), ()]
 SCALARS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0]

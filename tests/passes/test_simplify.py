@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from passes_util import assert_bitwise_equal, run_pass, trace
+
 from numbax import ir
 from numbax import numpy as xnp
 from numbax.ir.primitive import PRIMITIVES
 from numbax.passes import cse, dce, optimize, simplify
 from numbax.tracer import lax
 from numbax.tracer.core import bind
-from passes_util import assert_bitwise_equal, run_pass, trace
 
 F32 = np.float32
 x3 = np.ones(3, F32)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import warnings
 
 import hypothesis.extra.numpy as hnp
-import numbax
 import numpy as np
 import pytest
 from corpus import BINARY_UFUNCS, DTYPES, NONZERO, POSITIVE, _draw, assert_array_matches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import numbax
 from numbax.ir import dtypes
 
 SETTINGS = settings(

@@ -8,9 +8,10 @@ jaxprs they produce.
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 from numbax import lax
 from numbax.ir import PRIMITIVES, Jaxpr, Var
 from numbax.ir.control_flow import cond_p

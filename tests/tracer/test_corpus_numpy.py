@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numbax
 import numpy as np
 import pytest
 from corpus import CASES, assert_tree_matches, signature_id
+
+import numbax
 
 BUNDLED_TAGS = ("ufunc", "reduction")
 

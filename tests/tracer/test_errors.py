@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import inspect
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 from numbax.ir.errors import UnsupportedAttributeError
 
 

@@ -5,11 +5,12 @@ any order. ``x[idx]`` and ``x.at[idx].add(v)`` equal NumPy's ``x[idx]`` and
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import numbax
 
 X = np.arange(60.0).reshape(4, 5, 3)
 KINDS = ["int", "slice", "none", "ellipsis", "array", "column", "mask"]

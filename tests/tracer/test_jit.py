@@ -6,9 +6,10 @@ from __future__ import annotations
 import collections
 import logging
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 from numbax import backends
 from numbax.config import config
 

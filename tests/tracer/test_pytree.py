@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import collections
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 
 Pair = collections.namedtuple("Pair", ["first", "second"])
 

@@ -3,8 +3,9 @@ as constants), replaying a jaxpr through bind, and eager execution outside any t
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
+
+import numbax
 from numbax import ir
 from numbax import numpy as xnp
 from numbax.ir import ShapedArray

@@ -8,8 +8,9 @@ typechecking the transformed jaxprs on the way.
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
+
+import numbax
 from numbax.ir import typecheck
 from numbax.transforms.jaxprs import closure_convert
 from numbax.transforms.jvp import jvp_jaxpr

@@ -3,10 +3,11 @@ with jit, higher orders, errors, zeros, and define-by-run control flow."""
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
 from finite_differences import check_derivatives
+
+import numbax
 from numbax import grad, jit, jvp, value_and_grad, vjp
 from numbax.ir import typecheck
 

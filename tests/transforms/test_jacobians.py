@@ -5,10 +5,11 @@ through pytrees, ``argnums``, ``has_aux`` and control flow."""
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
 from finite_differences import finite_difference_jacobian
+
+import numbax
 from numbax import grad, hessian, jacfwd, jacrev, jit
 from numbax.ir import typecheck
 

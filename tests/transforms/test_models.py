@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from finite_differences import check_derivatives, relative_error
+
 from numbax import grad, hessian, jacfwd, jacrev, jit, nn
 
 

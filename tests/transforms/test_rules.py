@@ -8,10 +8,11 @@ primitive has no rule in either table, or no program here.
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
 from finite_differences import check_derivatives
+
+import numbax
 from numbax.ir import PRIMITIVES
 from numbax.tracer import lax
 from numbax.transforms.jvp import jvp_rules

@@ -3,10 +3,11 @@ the values its trace computed, checkpoint saves fewer residuals, custom_vjp."""
 
 from __future__ import annotations
 
-import numbax
 import numpy as np
 import pytest
 from finite_differences import check_derivatives
+
+import numbax
 from numbax import checkpoint, custom_vjp, grad, jit
 from numbax.ir import PRIMITIVES, typecheck
 from numbax.ir.higher_order import jit_call_p

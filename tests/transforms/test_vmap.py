@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numbax
 import numpy as np
 import pytest
 from corpus import CASES, PYTHON, assert_tree_matches
+
+import numbax
 from numbax.config import config
 from numbax.ir import PRIMITIVES, Jaxpr
 from numbax.ir.elementwise import BINARY, COMPARISONS, UNARY
