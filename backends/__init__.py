@@ -8,6 +8,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import sys
 
 from ..config import config
 
@@ -61,9 +62,18 @@ def _gpu_visible() -> bool:
         return False
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         return False
+    if sys.platform == "linux" and not _nvidia_device_files():
+        return False  # importing numba.cuda to learn that would cost half a second
     try:
         from numba import cuda
 
         return bool(cuda.is_available())
     except Exception:  # noqa: BLE001 - a broken driver means no GPU, not a failed jit
         return False
+
+
+def _nvidia_device_files() -> bool:
+    """Linux exposes every NVIDIA GPU as /dev/nvidia<N> (/dev/dxg under WSL)."""
+    return os.path.exists("/dev/dxg") or any(
+        name.startswith("nvidia") and name[6:].isdigit() for name in os.listdir("/dev")
+    )

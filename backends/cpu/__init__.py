@@ -1,0 +1,62 @@
+"""The ``cpu`` backend: the whole fused program as one ``numba.njit`` function.
+
+``backend.compile(closed_jaxpr, name)`` runs the optimisation passes, writes the program
+as a Python module (``program.py``: a loop nest per kernel, ``np.dot`` for contractions,
+``prange`` for large kernels), compiles it with Numba, and keeps the result in memory and
+in the disk cache (``cache.py``, under ``config.cache_dir``). The executable shows its
+source, kernels, LLVM IR and assembly::
+
+    >>> import numpy as np, numbax
+    >>> compiled = numbax.jit(lambda x: x * 2.0 + 1.0).lower(np.ones(3)).compile()
+    >>> "def " in compiled.source
+    True
+
+Numba is imported on the first compile, not when numbax is imported.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ...config import config
+
+# How the libraries this backend drives use threads, unless the user set it: the backend
+# parallelises with Numba's prange and splits large matrix products itself, so the BLAS
+# that Numba calls runs single-threaded, and OpenMP threads sleep when idle instead of
+# spinning (on a machine with as many threads as cores, a spinning thread delays the
+# others, and a woken one answered after milliseconds). Both are read when the libraries
+# load, on the first compile, so they are set here, before Numba is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+from ...ir.core import ClosedJaxpr
+
+# Kernels over at least this many elements run their outer loop on all cores (prange);
+# below it, starting the threads costs more than they save.
+PARALLEL_MIN_ELEMENTS = 1 << 15
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def compile(self, closed: ClosedJaxpr, name: str = "fn", optimize: bool = True):
+        """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
+        then its own kernel), for tests and for debugging the passes."""
+        from . import cache
+        from .executable import CpuExecutable
+        from .program import write_program
+
+        fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
+        generated = write_program(fused.jaxpr, name, PARALLEL_MIN_ELEMENTS, plan)
+        function = cache.load(generated.source, generated.function_name, config.cache_dir)
+        return CpuExecutable(function, fused.consts, generated, fused, log)
+
+
+def _optimize(closed: ClosedJaxpr, name: str):
+    """The fused program, the pass log and the memory plan."""
+    from ... import passes
+
+    fused, log = passes.optimize(closed, name=name)
+    return fused, log, passes.plan_memory(fused)
+
+
+backend = CpuBackend()

@@ -1,0 +1,203 @@
+"""Generated modules and their compiled code: in memory, and on disk under ``cache_dir``.
+
+A program's key is a hash of its generated source and of everything else that decides
+the machine code: the numbax, Numba and Python versions, and the source of the helper
+modules the generated code inlines (``fastmath``, ``intrinsics``, ``mathlib``), which
+Numba's own cache does not track. On disk the source is a ``.py`` module named after the
+key, written once and atomically (temporary file + ``os.replace``), so concurrent
+processes never read half a file. It is imported under that name and registered in
+``sys.modules``, and its function is compiled for the module's ``SIGNATURE`` with Numba's
+disk cache, whose object code sits next to it (``__pycache__``): a later process loads
+it without compiling. An entry that cannot be read or loaded is compiled afresh, with a
+warning, never an error.
+
+A new process spends most of a cache hit inside Numba, so the cache is Numba's with one
+change (``_LeanCache``): before loading object code, Numba imports every implementation
+registry it has, and SciPy's linear algebra with them (a quarter of a second), which only
+compiling needs; loading needs the runtime initialised and nothing more. A miss compiles,
+and compiling loads the registries itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import linecache
+import os
+import platform
+import sys
+import tempfile
+import types
+import warnings
+from pathlib import Path
+
+_LOADED: dict[str, object] = {}  # key -> compiled function, for this process
+_HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py")
+MATHLIB_PREFIX = "numbax_cpu_mathlib_"  # see mathlib.py
+
+
+@functools.cache
+def _environment() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import numba
+
+    try:
+        numbax_version = version("numbax")
+    except PackageNotFoundError:
+        numbax_version = "unknown"
+    here = Path(__file__).parent
+    helpers = "".join((here / name).read_text() for name in _HELPERS)
+    return "\n".join(
+        [numbax_version, numba.__version__, platform.python_version(), platform.machine(), helpers]
+    )
+
+
+def program_key(source: str) -> str:
+    digest = hashlib.sha256(_environment().encode())
+    digest.update(source.encode())
+    return digest.hexdigest()[:24]
+
+
+def load(source: str, function_name: str, cache_dir: str | None):
+    """The function ``function_name`` of the generated module ``source``, compiled."""
+    key = program_key(source)
+    if key not in _LOADED:
+        module_name = f"numbax_cpu_{function_name}_{key}"
+        if cache_dir is None:
+            function = getattr(load_module(source, module_name, None), function_name)
+            _compile(function, function.py_func.__globals__["SIGNATURE"], cached=False)
+        else:
+            function = _load_compiled(source, module_name, function_name, Path(cache_dir))
+        _LOADED[key] = function
+    return _LOADED[key]
+
+
+def load_module(source: str, module_name: str, cache_dir: str | None) -> types.ModuleType:
+    """Import generated ``source`` as ``module_name``, from ``cache_dir`` when given."""
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    if cache_dir is None:
+        return _module_from_source(module_name, source)
+    return _import(module_name, _written(module_name, source, Path(cache_dir) / "cpu"))
+
+
+def _load_compiled(source: str, module_name: str, function_name: str, cache_dir: Path):
+    path = _written(module_name, source, cache_dir / "cpu")
+    # Compiling the program loads the math functions it calls from the cache too.
+    compiled = _compiled_files(path.parent, (module_name, MATHLIB_PREFIX))
+    try:
+        function = getattr(_import(module_name, path), function_name)
+        _compile(function, function.py_func.__globals__["SIGNATURE"], cached=True)
+        return function
+    except Exception as err:  # noqa: BLE001 - any damage to the cache entry: compile again
+        if not compiled:
+            raise  # nothing was cached: a genuine compile error
+        warnings.warn(
+            f"numbax: the compile cache entry {path.name} could not be loaded ({err!r}); "
+            "recompiling it.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        for cached in compiled:
+            cached.unlink(missing_ok=True)
+        sys.modules.pop(module_name, None)
+        function = getattr(_import(module_name, path), function_name)
+        _compile(function, function.py_func.__globals__["SIGNATURE"], cached=True)
+        return function
+
+
+def _compile(dispatcher, signature, cached: bool) -> None:
+    """Compile for ``signature`` only: other argument types then raise ``TypeError``
+    (the executable copies such arguments) instead of compiling a second version."""
+    if cached:
+        dispatcher._cache = _lean_cache_class()(dispatcher.py_func)
+    dispatcher.compile(signature)
+    dispatcher.disable_compile()
+
+
+@functools.cache
+def _lean_cache_class():
+    from numba.core.caching import FunctionCache
+    from numba.core.runtime import rtsys
+
+    class _LeanCache(FunctionCache):
+        """Numba's function cache, loading without importing every registry (module doc)."""
+
+        def load_overload(self, sig, target_context):
+            rtsys.initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+
+    return _LeanCache
+
+
+def _module_from_source(module_name: str, source: str) -> types.ModuleType:
+    """An in-memory module; its lines are registered so tracebacks and Numba show them."""
+    filename = f"<numbax-cpu {module_name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(module_name)
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def _written(module_name: str, source: str, folder: Path) -> Path:
+    """The path of the module file holding ``source``, (re)written if it does not."""
+    path = folder / f"{module_name}.py"
+    try:
+        if _read(path) != source:
+            _write_atomically(path, source)
+    except OSError as err:
+        fallback = _temporary_folder()
+        warnings.warn(
+            f"numbax: cannot write the compile cache at {folder} ({err}); using {fallback} "
+            "for this process. Set NUMBAX_CACHE_DIR to a writable folder, or to 'off'.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return _written(module_name, source, fallback)
+    return path
+
+
+@functools.cache
+def _temporary_folder() -> Path:
+    return Path(tempfile.mkdtemp(prefix="numbax-cache-"))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _import(module_name: str, path: Path) -> types.ModuleType:
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # Numba's cache finds the function through it
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+def _compiled_files(folder: Path, prefixes) -> list[Path]:
+    """Numba's index and object files and Python's bytecode of the named modules."""
+    return [p for prefix in prefixes for p in (folder / "__pycache__").glob(f"{prefix}*")]

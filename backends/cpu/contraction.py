@@ -1,0 +1,136 @@
+"""``dot_general`` as BLAS calls (``np.dot``), or as a loop nest for integers and booleans.
+
+Every ``dot_general`` is a batch of matrix products once its operands are laid out as
+``(batch, free, contract)`` and ``(batch, contract, free)``. An operand already in that
+order is only reshaped; one in the transposed order (``x.T @ y``) is reshaped and passed
+transposed, which BLAS reads without a copy; any other order is copied once by
+``np.ascontiguousarray``. The result is ``(batch, lhs free, rhs free)`` in memory order,
+which is exactly ``dot_general``'s output layout, so it is only reshaped.
+
+BLAS runs single-threaded inside compiled code (the backend sets OPENBLAS_NUM_THREADS=1
+for the BLAS Numba loads, unless the user chose otherwise): a large product is split into
+blocks of rows over the backend's own threads instead. BLAS's own thread pool would
+oversubscribe the cores next to ours, and waking it costs milliseconds per call on some
+machines, more than a small product takes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...ir.core import ShapedArray
+from .loopnest import tuple_source
+from .scalar import dtype_source
+
+# Products of at least this many flops are split into blocks of rows, one per thread.
+PARALLEL_FLOPS = 1 << 23
+MIN_ROWS = 32
+
+
+def _operand(name, aval: ShapedArray, batch, free, contract, fresh, lines) -> tuple[str, bool]:
+    """``name`` as a (B, F, C) array, or as (B, C, F) with ``transposed`` set."""
+    size = lambda dims: math.prod(aval.shape[d] for d in dims)  # noqa: E731
+    b, f, c = size(batch), size(free), size(contract)
+    order = list(range(len(aval.shape)))
+    view = fresh(f"{name}_3d")
+    if order == list(batch) + list(free) + list(contract):
+        lines.append(f"{view} = {name}.reshape({tuple_source((b, f, c))})")
+        return view, False
+    if order == list(batch) + list(contract) + list(free):
+        lines.append(f"{view} = {name}.reshape({tuple_source((b, c, f))})")
+        return view, True
+    permutation = tuple_source(list(batch) + list(free) + list(contract))
+    lines.append(
+        f"{view} = np.ascontiguousarray({name}.transpose({permutation}))"
+        f".reshape({tuple_source((b, f, c))})"
+    )
+    return view, False
+
+
+def write_dot(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_aval, params):
+    """Lines that bind ``out`` to the ``dot_general`` of ``lhs`` and ``rhs``."""
+    fresh = program.fresh
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+    lhs_free = [d for d in range(len(lhs_aval.shape)) if d not in lhs_contract + lhs_batch]
+    rhs_free = [d for d in range(len(rhs_aval.shape)) if d not in rhs_contract + rhs_batch]
+    lines: list[str] = []
+    left, left_t = _operand(lhs, lhs_aval, lhs_batch, lhs_free, lhs_contract, fresh, lines)
+    # The rhs is wanted as (B, C, F): its "free" and "contract" swap roles.
+    right, right_t = _operand(rhs, rhs_aval, rhs_batch, rhs_contract, rhs_free, fresh, lines)
+    batch = math.prod(lhs_aval.shape[d] for d in lhs_batch)
+    rows = math.prod(lhs_aval.shape[d] for d in lhs_free)
+    columns = math.prod(rhs_aval.shape[d] for d in rhs_free)
+    depth = math.prod(lhs_aval.shape[d] for d in lhs_contract)
+    dtype = dtype_source(out_aval.dtype)
+    product = fresh(f"{out}_3d")
+    if out_aval.dtype.kind == "f":
+        lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
+        parallel = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS and rows >= 2 * MIN_ROWS
+        if parallel and left_t:  # rows of a transposed operand are not contiguous: copy it
+            rows_first = fresh(f"{lhs}_rows")
+            lines.append(f"{rows_first} = np.ascontiguousarray({left}.transpose((0, 2, 1)))")
+            left, left_t = rows_first, False
+        b = "0" if batch == 1 else fresh("b")
+        if batch != 1:
+            lines.append(f"for {b} in range({batch}):")
+        indent = "" if batch == 1 else "    "
+        right_b = _matrix(right, right_t, b)
+        if parallel:
+            program.parallel = True
+            lines += [indent + line for line in _row_blocks(left, right_b, product, b, rows, fresh)]
+        else:
+            lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
+    else:
+        lines += _integer_dot(
+            left,
+            left_t,
+            right,
+            right_t,
+            product,
+            dtype,
+            out_aval.dtype,
+            (batch, rows, depth, columns),
+            fresh,
+        )
+    if out_aval.shape:
+        lines.append(f"{out} = {product}.reshape({tuple_source(out_aval.shape)})")
+    else:  # Numba cannot reshape to rank 0
+        lines += [f"{out} = np.empty((), {dtype})", f"{out}[()] = {product}[0, 0, 0]"]
+    return lines
+
+
+def _row_blocks(left, right_b, product, b, rows, fresh) -> list[str]:
+    """One block of rows per thread, each a single-threaded BLAS call (see the module doc)."""
+    from numba import config  # the thread count is part of the program, so of its cache key
+
+    blocks = max(1, min(config.NUMBA_NUM_THREADS, rows // MIN_ROWS))
+    step = -(-rows // blocks)
+    block, low = fresh("block"), fresh("low")
+    return [
+        f"for {block} in prange({blocks}):",
+        f"    {low} = {block} * {step}",
+        f"    np.dot({left}[{b}, {low}:{low} + {step}], {right_b}, "
+        f"{product}[{b}, {low}:{low} + {step}])",
+    ]
+
+
+def _matrix(name: str, transposed: bool, batch: str) -> str:
+    return f"{name}[{batch}].T" if transposed else f"{name}[{batch}]"
+
+
+def _integer_dot(left, left_t, right, right_t, product, dtype, np_dtype, sizes, fresh):
+    """A plain loop nest in (batch, row, depth, column) order: the column loop vectorises."""
+    batch, rows, depth, columns = sizes
+    b, i, k, j = fresh("b"), fresh("i"), fresh("k"), fresh("j")
+    a = f"{left}[{b}, {k}, {i}]" if left_t else f"{left}[{b}, {i}, {k}]"
+    w = f"{right}[{b}, {j}, {k}]" if right_t else f"{right}[{b}, {k}, {j}]"
+    target = f"{product}[{b}, {i}, {j}]"
+    update = f"{target} | ({a} & {w})" if np_dtype.kind == "b" else f"{target} + {a} * {w}"
+    return [
+        f"{product} = np.zeros({tuple_source((batch, rows, columns))}, {dtype})",
+        f"for {b} in range({batch}):",
+        f"    for {i} in range({rows}):",
+        f"        for {k} in range({depth}):",
+        f"            for {j} in range({columns}):",
+        f"                {target} = {update}",
+    ]

@@ -1,0 +1,128 @@
+"""Control flow as Python control flow: ``cond`` as ``if``/``elif``, ``while`` as a
+``while`` loop, ``scan`` as a ``for`` loop, each body's kernels written inline.
+
+A body's inputs are plain names: a ``cond`` branch reads the operands' arrays, a loop
+body reads carry variables that the loop reassigns (all at once, as a tuple, so a body
+that swaps two carries swaps them). Values never change in place, so sharing an array
+between a carry and its initial value is safe.
+"""
+
+from __future__ import annotations
+
+from ...ir.core import Eqn, Jaxpr, Var
+from .loopnest import tuple_source
+from .scalar import dtype_source
+
+
+def _bind(writer, jaxpr: Jaxpr, names) -> None:
+    for var, name in zip(jaxpr.invars, names, strict=True):
+        writer.names[var] = name
+
+
+def _results(writer, jaxpr: Jaxpr) -> list[str]:
+    return [writer.array_of(atom) for atom in jaxpr.outvars]
+
+
+def _body(writer, jaxpr: Jaxpr, inputs) -> list[str]:
+    """Write ``jaxpr``'s eqns reading ``inputs``; the names of its results."""
+    _bind(writer, jaxpr, inputs)
+    writer.write_eqns(jaxpr.eqns)
+    return _results(writer, jaxpr)
+
+
+def _assign(writer, targets, values) -> None:
+    """``targets = values``, all at once (a body may return its carries swapped)."""
+    if len(targets) == 1:
+        writer.emit(f"{targets[0]} = {values[0]}")
+    elif targets:
+        writer.emit(f"{', '.join(targets)} = {', '.join(values)}")
+
+
+def write_cond(writer, eqn: Eqn) -> None:
+    branches = eqn.params["branches"]
+    index = writer.fresh("branch")
+    operands = [writer.array_of(a) for a in eqn.inputs[1:]]
+    outputs = [writer.name(v) for v in eqn.outputs]
+    writer.emit(f"# {writer.comment(eqn)}")
+    writer.emit(f"{index} = min(max({writer.scalar_of(eqn.inputs[0])}, 0), {len(branches) - 1})")
+    for k, branch in enumerate(branches):
+        if k == len(branches) - 1:
+            writer.emit("else:" if k else "if True:")
+        else:
+            writer.emit(f"{'elif' if k else 'if'} {index} == {k}:")
+        with _indented(writer):
+            _assign(writer, outputs, _body(writer, branch, operands))
+            writer.emit("pass")
+
+
+def write_while(writer, eqn: Eqn) -> None:
+    p = eqn.params
+    cond_consts = [writer.array_of(a) for a in eqn.inputs[: p["cond_nconsts"]]]
+    split = p["cond_nconsts"] + p["body_nconsts"]
+    body_consts = [writer.array_of(a) for a in eqn.inputs[p["cond_nconsts"] : split]]
+    carries = [writer.fresh("carry") for _ in eqn.inputs[split:]]
+    writer.emit(f"# {writer.comment(eqn)}")
+    _assign(writer, carries, [writer.array_of(a) for a in eqn.inputs[split:]])
+    writer.emit("while True:")
+    with _indented(writer):
+        (going,) = _body(writer, p["cond_jaxpr"], cond_consts + carries)
+        writer.emit(f"if not {going}[()]:", "    break")
+        _assign(writer, carries, _body(writer, p["body_jaxpr"], body_consts + carries))
+    _assign(writer, [writer.name(v) for v in eqn.outputs], carries)
+
+
+def write_scan(writer, eqn: Eqn) -> None:
+    p = eqn.params
+    jaxpr, length = p["jaxpr"], p["length"]
+    n_consts, n_carry = p["num_consts"], p["num_carry"]
+    consts = [writer.array_of(a) for a in eqn.inputs[:n_consts]]
+    carries = [writer.fresh("carry") for _ in range(n_carry)]
+    xs = [writer.array_of(a) for a in eqn.inputs[n_consts + n_carry :]]
+    ys = [writer.name(v) for v in eqn.outputs[n_carry:]]
+    writer.emit(f"# {writer.comment(eqn)}")
+    _assign(
+        writer, carries, [writer.array_of(a) for a in eqn.inputs[n_consts : n_consts + n_carry]]
+    )
+    for name, var in zip(ys, eqn.outputs[n_carry:], strict=True):
+        writer.emit(
+            f"{name} = np.empty({tuple_source(var.aval.shape)}, {dtype_source(var.aval.dtype)})"
+        )
+    step = writer.fresh("step")
+    order = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
+    writer.emit(f"for {step} in {order}:")
+    with _indented(writer):
+        slices = []
+        for x, var in zip(xs, jaxpr.invars[n_consts + n_carry :], strict=True):
+            slices.append(_slice(writer, x, step, var))
+        results = _body(writer, jaxpr, consts + carries + slices)
+        _assign(writer, carries, results[:n_carry])
+        for y, result, var in zip(ys, results[n_carry:], jaxpr.outvars[n_carry:], strict=True):
+            rank0 = not var.aval.shape
+            writer.emit(f"{y}[{step}] = {result}[()]" if rank0 else f"{y}[{step}] = {result}")
+    _assign(writer, [writer.name(v) for v in eqn.outputs[:n_carry]], carries)
+
+
+def _slice(writer, xs: str, step: str, var: Var) -> str:
+    """Row ``step`` of ``xs`` as an array (Numba indexes a 1-d array down to a scalar)."""
+    name = writer.fresh(f"{xs}_row")
+    if var.aval.shape:
+        writer.emit(f"{name} = {xs}[{step}]")
+    else:
+        writer.emit(
+            f"{name} = np.empty((), {dtype_source(var.aval.dtype)})", f"{name}[()] = {xs}[{step}]"
+        )
+    return name
+
+
+class _indented:
+    def __init__(self, writer):
+        self.writer = writer
+
+    def __enter__(self):
+        self.writer.indent += "    "
+
+    def __exit__(self, *exc):
+        self.writer.indent = self.writer.indent[:-4]
+
+
+WRITERS = {"cond": write_cond, "while": write_while, "scan": write_scan}

@@ -1,0 +1,182 @@
+"""Scalar operations the generated code needs with exact IR semantics, as LLVM instructions.
+
+Numba's own operators follow Python: ``//`` floors, ``%`` takes the divisor's sign, ``max``
+of floats ignores NaN. The IR follows C and NumPy instead: ``div`` on ints truncates
+toward zero, ``rem`` is C's ``fmod``, float ``max``/``min`` propagate NaN. Each function
+here emits the one LLVM instruction that means exactly that, so loops stay branch-free
+and vectorise:
+
+- ``add_reassoc``/``mul_reassoc``: a float add/multiply that LLVM may reassociate. Used
+  only for reduction accumulators: it is what lets the loop vectoriser split a sum into
+  SIMD lanes (the result changes within rounding, as NumPy's pairwise sum does).
+- ``maximum``/``minimum``: ``llvm.maximum``/``llvm.minimum`` (NaN-propagating, as
+  ``np.maximum``), vectorisable as elementwise ops and as reductions.
+- ``div_trunc``/``rem_trunc``: ``sdiv``/``srem`` guarded against division by zero (result
+  0, as NumPy) and ``INT_MIN / -1`` (wraps, as NumPy), both undefined in LLVM.
+- ``fmod``: ``frem``, C's fmod.
+- ``select``: ``on_true if predicate else on_false`` without a branch, so it vectorises
+  (and Numba's front end, which gives every branch its own blocks, has less to do).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+_REASSOC = ("reassoc", "nsz", "contract")
+
+
+def _same_float(a, b) -> bool:
+    return isinstance(a, types.Float) and a == b
+
+
+def _same_int(a, b) -> bool:
+    return isinstance(a, types.Integer) and a == b
+
+
+@intrinsic
+def add_reassoc(typingctx, a, b):
+    if not _same_float(a, b):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fadd(args[0], args[1], flags=_REASSOC)
+
+    return a(a, b), codegen
+
+
+@intrinsic
+def mul_reassoc(typingctx, a, b):
+    if not _same_float(a, b):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fmul(args[0], args[1], flags=_REASSOC)
+
+    return a(a, b), codegen
+
+
+def _float_intrinsic(llvm_name: str):
+    def typer(typingctx, a, b):
+        if not _same_float(a, b):
+            return None
+
+        def codegen(context, builder, signature, args):
+            float_type = args[0].type
+            fn = builder.module.declare_intrinsic(
+                llvm_name, [float_type], ir.FunctionType(float_type, [float_type, float_type])
+            )
+            return builder.call(fn, args)
+
+        return a(a, b), codegen
+
+    return intrinsic(typer)
+
+
+maximum = _float_intrinsic("llvm.maximum")
+minimum = _float_intrinsic("llvm.minimum")
+
+
+@intrinsic
+def select(typingctx, predicate, on_true, on_false):
+    """``on_true if predicate else on_false`` as one ``select``: no branch in the loop."""
+    if not isinstance(predicate, types.Boolean) or on_true != on_false:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.select(args[0], args[1], args[2])
+
+    return on_true(predicate, on_true, on_false), codegen
+
+
+@intrinsic
+def fmod(typingctx, a, b):
+    if not _same_float(a, b):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.frem(args[0], args[1])
+
+    return a(a, b), codegen
+
+
+def _guarded_integer_division(instruction: str):
+    """``a op b`` for ``sdiv``/``srem``, with b == 0 giving 0 and b == -1 giving -a or 0."""
+
+    def typer(typingctx, a, b):
+        if not _same_int(a, b):
+            return None
+
+        def codegen(context, builder, signature, args):
+            a, b = args
+            zero, one = ir.Constant(a.type, 0), ir.Constant(a.type, 1)
+            minus_one = ir.Constant(a.type, -1)
+            is_zero = builder.icmp_signed("==", b, zero)
+            is_minus_one = builder.icmp_signed("==", b, minus_one)
+            safe_b = builder.select(builder.or_(is_zero, is_minus_one), one, b)
+            quotient = getattr(builder, instruction)(a, safe_b)
+            if instruction == "sdiv":
+                special = builder.select(is_zero, zero, builder.sub(zero, a))
+            else:
+                special = zero
+            return builder.select(builder.or_(is_zero, is_minus_one), special, quotient)
+
+        return a(a, b), codegen
+
+    return intrinsic(typer)
+
+
+div_trunc = _guarded_integer_division("sdiv")
+rem_trunc = _guarded_integer_division("srem")
+
+
+# madvise(MADV_HUGEPAGE): back a large array by 2 MiB pages. A fresh 64 MiB output
+# otherwise takes 16384 page faults on first touch, which cost more than computing it.
+# NumPy does the same for its own arrays of 4 MiB and more.
+HUGE_PAGES_FROM_BYTES = 1 << 22
+_MADV_HUGEPAGE = 14
+
+
+@intrinsic
+def advise_huge_pages(typingctx, array):
+    """Ask Linux to back ``array``'s memory with huge pages (a hint: errors are ignored)."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        if sys.platform == "linux":
+            view = context.make_array(signature.args[0])(context, builder, args[0])
+            size_t = context.get_value_type(types.uintp)
+            int_t = ir.IntType(32)
+            madvise = cgutils.get_or_insert_function(
+                builder.module,
+                ir.FunctionType(int_t, [cgutils.voidptr_t, size_t, int_t]),
+                "madvise",
+            )
+            # madvise wants a page-aligned start: round the data pointer down to 4 KiB.
+            address = builder.ptrtoint(view.data, size_t)
+            start = builder.and_(address, ir.Constant(size_t, -4096))
+            nbytes = builder.mul(view.nitems, view.itemsize)
+            length = builder.add(builder.sub(address, start), nbytes)
+            pointer = builder.inttoptr(start, cgutils.voidptr_t)
+            builder.call(madvise, [pointer, length, ir.Constant(int_t, _MADV_HUGEPAGE)])
+        return context.get_dummy_value()
+
+    return types.none(array), codegen
+
+
+@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
+def integer_pow(x, y, one):
+    """x ** y for an integer y >= 0 by repeated squaring; ``one`` is 1 in x's type."""
+    result = one
+    base = x
+    while y > 0:
+        if y & 1:
+            result = result * base
+        base = base * base
+        y >>= 1
+    return result

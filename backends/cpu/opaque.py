@@ -1,0 +1,217 @@
+"""Emitters for the ops fusion leaves alone: data movement and indexing, one op per kernel.
+
+Each emitter returns the lines that bind the output name. Where Numba's NumPy support
+does the job in one call it is used (``reshape``, ``transpose``, basic slicing,
+``concatenate``); every result but a reshape's is a new array (``.copy()``, never
+``ascontiguousarray``, which returns a contiguous slice itself and would let the memory
+plan reuse a buffer that is still read); indexing ops with clamping (``gather``, ``scatter``) and
+``cumsum`` are explicit loops, whose semantics are the IR's rather than NumPy's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...ir.core import Eqn
+from . import scalar
+from .loopnest import tuple_source
+
+# An emitter: (program, eqn, input expressions, output name) -> lines.
+EMITTERS: dict[str, Callable[..., list[str]]] = {}
+
+
+def emitter(*names: str):
+    def register(fn):
+        for name in names:
+            EMITTERS[name] = fn
+        return fn
+
+    return register
+
+
+def _dtype(aval) -> str:
+    return scalar.dtype_source(aval.dtype)
+
+
+def _slices(bounds) -> str:
+    """``[a:b, c:d]`` from (start, stop[, step]) source strings; ``[()]`` for rank 0."""
+    if not bounds:
+        return "[()]"
+    return "[" + ", ".join(":".join(map(str, b)) for b in bounds) + "]"
+
+
+@emitter("reshape", "squeeze", "expand_dims")
+def _reshape(program, eqn: Eqn, inputs, out) -> list[str]:
+    shape = eqn.outputs[0].aval.shape
+    if not shape:  # Numba cannot reshape to rank 0
+        return [
+            f"{out} = np.empty((), {_dtype(eqn.outputs[0].aval)})",
+            f"{out}[()] = {inputs[0]}.reshape((1,))[0]",
+        ]
+    return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)})"]
+
+
+@emitter("transpose")
+def _transpose(program, eqn, inputs, out) -> list[str]:
+    permutation = tuple_source(eqn.params["permutation"])
+    return [f"{out} = {inputs[0]}.transpose({permutation}).copy()"]
+
+
+@emitter("slice")
+def _slice(program, eqn, inputs, out) -> list[str]:
+    params = eqn.params
+    bounds = [
+        (start, stop) if step == 1 else (start, stop, step)
+        for start, stop, step in zip(
+            params["start_indices"], params["limit_indices"], params["strides"], strict=True
+        )
+    ]
+    if not bounds:
+        return [f"{out} = {inputs[0]}.copy()"]
+    return [f"{out} = {inputs[0]}{_slices(bounds)}.copy()"]
+
+
+@emitter("concatenate")
+def _concatenate(program, eqn, inputs, out) -> list[str]:
+    if len(inputs) == 1:
+        return [f"{out} = {inputs[0]}.copy()"]
+    operands = ", ".join(inputs)
+    return [f"{out} = np.concatenate(({operands}), axis={eqn.params['dimension']})"]
+
+
+@emitter("pad")
+def _pad(program, eqn, inputs, out) -> list[str]:
+    aval = eqn.outputs[0].aval
+    x_aval = eqn.inputs[0].aval
+    if not aval.shape:
+        return [f"{out} = {inputs[0]}.copy()"]
+    fill = program.scalar_of(eqn.inputs[1])
+    lines = [f"{out} = np.full({tuple_source(aval.shape)}, {fill}, {_dtype(aval)})"]
+    bounds = [
+        (lo, lo + n) for (lo, _), n in zip(eqn.params["padding_config"], x_aval.shape, strict=True)
+    ]
+    if x_aval.size:
+        lines.append(f"{out}{_slices(bounds)} = {inputs[0]}")
+    return lines
+
+
+def _clamped_starts(program, eqn, starts, window) -> tuple[list[str], list[str]]:
+    """Lines computing each start clamped so the window fits (as XLA), and their names."""
+    shape = eqn.inputs[0].aval.shape
+    names, lines = [], []
+    for atom, size, n in zip(starts, shape, window, strict=True):
+        name = program.fresh("start")
+        lines.append(f"{name} = min(max({program.scalar_of(atom)}, 0), {size - n})")
+        names.append(name)
+    return lines, names
+
+
+@emitter("dynamic_slice")
+def _dynamic_slice(program, eqn, inputs, out) -> list[str]:
+    window = eqn.params["slice_sizes"]
+    lines, starts = _clamped_starts(program, eqn, eqn.inputs[1:], window)
+    if not window:
+        return [f"{out} = {inputs[0]}.copy()"]
+    bounds = [(s, f"{s} + {n}") for s, n in zip(starts, window, strict=True)]
+    return lines + [f"{out} = {inputs[0]}{_slices(bounds)}.copy()"]
+
+
+@emitter("dynamic_update_slice")
+def _dynamic_update_slice(program, eqn, inputs, out) -> list[str]:
+    window = eqn.inputs[1].aval.shape
+    lines, starts = _clamped_starts(program, eqn, eqn.inputs[2:], window)
+    bounds = [(s, f"{s} + {n}") for s, n in zip(starts, window, strict=True)]
+    return lines + [f"{out} = {inputs[0]}.copy()", f"{out}{_slices(bounds)} = {inputs[1]}"]
+
+
+class _Nest:
+    """A few nested loops written line by line."""
+
+    def __init__(self, program):
+        self.program = program
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def loops(self, extents, prefix: str) -> list[str]:
+        names = []
+        for extent in extents:
+            names.append(self.program.fresh(prefix))
+            self.line(f"for {names[-1]} in range({extent}):")
+            self.depth += 1
+        return names
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+
+def _indexing_nest(program, x_aval, indices_name, indices_shape, axis):
+    """Loops over (before axis, index dims, after axis); the clamped index; both index lists."""
+    nest = _Nest(program)
+    before = nest.loops(x_aval.shape[:axis], "p")
+    positions = nest.loops(indices_shape, "j")
+    k = program.fresh("k")
+    index = f"{indices_name}[{', '.join(positions) if positions else '()'}]"
+    nest.line(f"{k} = min(max({index}, 0), {x_aval.shape[axis] - 1})")
+    after = nest.loops(x_aval.shape[axis + 1 :], "q")
+    x_index = ", ".join(before + [k] + after)
+    other_index = ", ".join(before + positions + after) or "()"
+    return nest, x_index, other_index
+
+
+@emitter("gather")
+def _gather(program, eqn, inputs, out) -> list[str]:
+    x_aval, indices_aval = eqn.inputs[0].aval, eqn.inputs[1].aval
+    aval = eqn.outputs[0].aval
+    nest, x_index, out_index = _indexing_nest(
+        program, x_aval, inputs[1], indices_aval.shape, eqn.params["axis"]
+    )
+    nest.line(f"{out}[{out_index}] = {inputs[0]}[{x_index}]")
+    return [f"{out} = np.empty({tuple_source(aval.shape)}, {_dtype(aval)})"] + nest.lines
+
+
+@emitter("scatter")
+def _scatter(program, eqn, inputs, out) -> list[str]:
+    x_aval, indices_aval = eqn.inputs[0].aval, eqn.inputs[1].aval
+    axis, mode = eqn.params["axis"], eqn.params["mode"]
+    lines = [f"{out} = {inputs[0]}.copy()"]
+    if x_aval.shape[axis] == 0:
+        return lines
+    nest, x_index, updates_index = _indexing_nest(
+        program, x_aval, inputs[1], indices_aval.shape, axis
+    )
+    target, update = f"{out}[{x_index}]", f"{inputs[2]}[{updates_index}]"
+    nest.line(f"{target} = {_scatter_combine(program, mode, x_aval.dtype, target, update)}")
+    return lines + nest.lines
+
+
+def _scatter_combine(program, mode, dtype, target, update) -> str:
+    if mode == "set":
+        return update
+    prim = {"add": "add", "mul": "mul", "min": "min", "max": "max"}[mode]
+    if dtype.kind == "b" and mode in ("add", "mul"):
+        prim = "or" if mode == "add" else "and"
+    return scalar.emit(program, prim, dtype, dtype, [target, update], {})
+
+
+@emitter("cumsum")
+def _cumsum(program, eqn, inputs, out) -> list[str]:
+    aval = eqn.outputs[0].aval
+    axis, reverse = eqn.params["axis"], eqn.params["reverse"]
+    n = aval.shape[axis]
+    lines = [f"{out} = np.empty({tuple_source(aval.shape)}, {_dtype(aval)})"]
+    if aval.size == 0:
+        return lines
+    nest = _Nest(program)
+    before = nest.loops(aval.shape[:axis], "p")
+    k = program.fresh("k")
+    nest.line(f"for {k} in range({n - 1}, -1, -1):" if reverse else f"for {k} in range({n}):")
+    nest.depth += 1
+    after = nest.loops(aval.shape[axis + 1 :], "q")
+    here = ", ".join(before + [k] + after)
+    previous = ", ".join(before + [f"{k} + 1" if reverse else f"{k} - 1"] + after)
+    first = n - 1 if reverse else 0
+    total = scalar.emit(
+        program, "add", aval.dtype, aval.dtype, [f"{out}[{previous}]", f"{inputs[0]}[{here}]"], {}
+    )
+    nest.line(f"{out}[{here}] = {inputs[0]}[{here}] if {k} == {first} else {total}")
+    return lines + nest.lines

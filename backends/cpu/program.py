@@ -1,0 +1,434 @@
+"""The whole program as one Python module: a ``numba.njit`` function, one loop nest per kernel.
+
+``write_program`` takes a jaxpr whose eqns are ``kernel`` eqns (from fusion), plain
+primitives (each then a kernel of its natural kind) or control flow with such bodies, and
+returns the module's source: imports, typed constants, the Numba signature, and the
+function, named after the user's function, whose arguments are the program's constants
+and inputs and which returns the tuple of outputs. Every statement carries a comment
+naming the equation it came from; the module docstring holds the program itself.
+
+Intermediates live in the buffers of the memory plan (``passes.plan_memory``): a buffer
+is a flat array allocated where it is first needed and viewed with each value's shape.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...ir import dtypes
+from ...ir.core import Eqn, Jaxpr, Literal, Var
+from . import control, intrinsics, opaque, scalar
+from .contraction import write_dot
+from .kernels import (
+    REDUCTIONS,
+    Kernel,
+    KernelWriter,
+    Unfusable,
+    as_kernel,
+    identity_mapping,
+    kept_mapping,
+    split_kernel,
+)
+from .loopnest import Use, tuple_source
+from .scalar import dtype_source
+
+# Modules generated code calls into: module -> (the name it has there, its import line).
+IMPORTS = {
+    scalar.MATHLIB: ("fm", "from numbax.backends.cpu.mathlib import functions as fm"),
+    scalar.INTRINSICS: ("nbx", "from numbax.backends.cpu import intrinsics as nbx"),
+}
+_RESERVED = (
+    set(keyword.kwlist)
+    | set(dir(builtins))
+    | {"np", "nt", "njit", "prange", "SIGNATURE"}
+    | {alias for alias, _ in IMPORTS.values()}
+)
+# Calls whose body is spliced into the program (custom_vjp_call: its primal ``jaxpr``).
+_CALLS = ("jit_call", "checkpoint", "custom_vjp_call")
+# Ops whose result is a view of their operand: the operand must not share a buffer.
+_VIEWS = ("reshape", "squeeze", "expand_dims")
+
+
+@dataclass
+class GeneratedProgram:
+    function_name: str
+    source: str
+    parallel: bool
+    kernels: list[Kernel] = field(default_factory=list)
+
+
+def write_program(jaxpr: Jaxpr, name: str, parallel_threshold: int, plan=None):
+    """The module source for ``jaxpr`` (constvars first, then invars, as arguments).
+
+    ``plan`` is a ``passes.MemoryPlan`` of ``jaxpr`` (None: every value its own array).
+    """
+    writer = _ProgramWriter(inline_calls(jaxpr), name, parallel_threshold, plan)
+    return writer.write()
+
+
+def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
+    """Replace ``jit_call``/``checkpoint``/``custom_vjp_call`` eqns by their bodies."""
+    if not any(eqn.prim.name in _CALLS for eqn in jaxpr.eqns):
+        return jaxpr
+    env: dict = {}
+    eqns = _inline(jaxpr.eqns, env)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [_read(env, v) for v in jaxpr.outvars])
+
+
+def _inline(eqns, env, rename=False) -> list[Eqn]:
+    """``env`` maps replaced vars to atoms; eqns of an inlined body get fresh output vars,
+    so a body inlined twice still defines each var once."""
+    out = []
+    for eqn in eqns:
+        inputs = [_read(env, a) for a in eqn.inputs]
+        if eqn.prim.name in _CALLS:
+            body = eqn.params["jaxpr"]
+            inner = dict(zip(body.invars, inputs, strict=True))
+            out.extend(_inline(body.eqns, inner, rename=True))
+            for var, result in zip(eqn.outputs, body.outvars, strict=True):
+                env[var] = _read(inner, result)
+            continue
+        outputs = eqn.outputs
+        if rename:
+            outputs = [Var(v.aval) for v in eqn.outputs]
+            env.update(zip(eqn.outputs, outputs, strict=True))
+        out.append(eqn.replace(inputs=inputs, outputs=outputs))
+    return out
+
+
+def _read(env, atom):
+    return env.get(atom, atom) if isinstance(atom, Var) else atom
+
+
+def function_name(name: str) -> str:
+    name = re.sub(r"\W+", "_", name).strip("_") or "fn"
+    if name[0].isdigit():
+        name = "fn_" + name
+    return name + "_" if name in _RESERVED else name
+
+
+def _letters(n: int) -> str:
+    """0 -> a, 25 -> z, 26 -> ba: the printer's names, so comments match ``str(jaxpr)``."""
+    out = ""
+    while True:
+        out = chr(ord("a") + n % 26) + out
+        n //= 26
+        if n == 0:
+            return out
+
+
+def numba_type(aval) -> str:
+    dtype = "boolean" if aval.dtype == dtypes.bool_ else aval.dtype.name
+    return f'nt.Array(nt.{dtype}, {len(aval.shape)}, "C")'
+
+
+class _ProgramWriter:
+    """Names, constants, imports and the function body; kernels are written into it."""
+
+    def __init__(self, jaxpr: Jaxpr, name: str, parallel_threshold: int, plan):
+        self.jaxpr = jaxpr
+        self.name_text = name
+        self.threshold = parallel_threshold
+        self.names: dict[Var, str] = {}
+        self.counts: dict[str, int] = defaultdict(int)
+        self.constants: dict[tuple, str] = {}
+        self.modules: set[str] = set()
+        self.lines: list[str] = []
+        self.indent = ""
+        self.parallel = False
+        self.kernels: list[Kernel] = []
+        self.buffer_of = _safe_buffers(jaxpr, plan)
+        self.buffers: dict[int, str] = {}  # buffer index -> its flat array, once allocated
+
+    # --- the context kernels write with ------------------------------------------------------
+
+    def name(self, var: Var) -> str:
+        if var not in self.names:
+            name = _letters(len(self.names))
+            self.names[var] = name + "_" if name in _RESERVED else name
+        return self.names[var]
+
+    def fresh(self, prefix: str) -> str:
+        self.counts[prefix] += 1
+        return f"{prefix}_{self.counts[prefix] - 1}"
+
+    def constant(self, value, dtype) -> str:
+        dtype = np.dtype(dtype)
+        source = scalar.literal_source(value, dtype)
+        if dtype == dtypes.bool_:
+            return source
+        if (dtype, source) not in self.constants:
+            self.constants[(dtype, source)] = f"_k{len(self.constants)}"
+        return self.constants[(dtype, source)]
+
+    def function(self, module: str, attribute: str) -> str:
+        self.modules.add(module)
+        return f"{IMPORTS[module][0]}.{attribute}"
+
+    def atom(self, atom) -> str:
+        if isinstance(atom, Literal):
+            return self.constant(atom.val, atom.aval.dtype)
+        return self.name(atom)
+
+    def scalar_of(self, atom) -> str:
+        if isinstance(atom, Literal):
+            return self.constant(atom.val, atom.aval.dtype)
+        return f"{self.name(atom)}[()]"
+
+    def array_of(self, atom) -> str:
+        """An array holding ``atom``: its name, or a new 0-d array for a literal."""
+        if isinstance(atom, Var):
+            return self.name(atom)
+        name = self.fresh("literal")
+        self.emit(f"{name} = np.empty((), {dtype_source(atom.aval.dtype)})")
+        self.emit(f"{name}[()] = {self.atom(atom)}")
+        return name
+
+    def new_array(self, name: str, shape, dtype) -> list[str]:
+        """Lines binding ``name`` to a new uninitialised array (huge pages when large)."""
+        lines = [f"{name} = np.empty({tuple_source(shape)}, {dtype_source(dtype)})"]
+        if math.prod(shape) * np.dtype(dtype).itemsize >= intrinsics.HUGE_PAGES_FROM_BYTES:
+            lines.append(f"{self.function(scalar.INTRINSICS, 'advise_huge_pages')}({name})")
+        return lines
+
+    def emit(self, *lines: str) -> None:
+        self.lines += [self.indent + line if line else "" for line in lines]
+
+    def comment(self, eqn: Eqn) -> str:
+        outputs = " ".join(self.name(v) for v in eqn.outputs)
+        params = " ".join(f"{k}={_param(v)}" for k, v in eqn.params.items() if _shown(v))
+        inputs = " ".join(
+            f"{a.val.item()!r}:{a.aval.str_short()}" if isinstance(a, Literal) else self.name(a)
+            for a in eqn.inputs
+        )
+        text = f"{outputs} = {eqn.prim.name}{f'[{params}]' if params else ''} {inputs}".rstrip()
+        return text + (f"  ({eqn.source_info})" if eqn.source_info else "")
+
+    def allocate(self, var: Var) -> str:
+        """Bind ``var``'s name to an array of its type: a view of its planned buffer."""
+        name, aval = self.name(var), var.aval
+        buffer = self.buffer_of.get(var)
+        if buffer is None:
+            self.emit(*self.new_array(name, aval.shape, aval.dtype))
+            return name
+        if buffer not in self.buffers:
+            self.buffers[buffer] = f"buffer_{buffer}"
+            self.emit(*self.new_array(f"buffer_{buffer}", (aval.size,), aval.dtype))
+        self.emit(f"{name} = {self.buffers[buffer]}.reshape({tuple_source(aval.shape)})")
+        return name
+
+    def scratch(self, shape, dtype) -> str:
+        name = self.fresh("scratch")
+        self.emit(*self.new_array(name, shape, dtype))
+        return name
+
+    # --- the program ---------------------------------------------------------------------------
+
+    def write(self) -> GeneratedProgram:
+        jaxpr = self.jaxpr
+        arguments = [self.name(v) for v in jaxpr.constvars + jaxpr.invars]
+        self.write_eqns(jaxpr.eqns)
+        results = [self.array_of(atom) for atom in jaxpr.outvars]
+        self.emit(f"return {tuple_source(results)}")
+        fn = function_name(self.name_text)
+        return GeneratedProgram(fn, self._module(fn, arguments), self.parallel, self.kernels)
+
+    def write_eqns(self, eqns) -> None:
+        for eqn in eqns:
+            writer = control.WRITERS.get(eqn.prim.name)
+            if writer is not None:
+                writer(self, eqn)
+            else:
+                self._kernel(as_kernel(eqn))
+
+    def _kernel(self, kernel: Kernel) -> None:
+        start = len(self.lines)
+        was_parallel, buffers = self.parallel, dict(self.buffers)
+        self._name_body(kernel)
+        kind = _kind(kernel)
+        outputs = ", ".join(f"{self.name(v)}:{v.aval.str_short()}" for v in kernel.outputs)
+        self.emit(f"# kernel {len(self.kernels)}: {kind} {kernel.name} -> {outputs}")
+        try:
+            getattr(self, f"_{kind}")(kernel)
+        except Unfusable as reason:
+            if len(kernel.jaxpr.eqns) <= 1:
+                raise NotImplementedError(
+                    f"the cpu backend cannot compile {kernel.name}: {reason}"
+                ) from reason
+            del self.lines[start:]
+            self.parallel, self.buffers = was_parallel, buffers
+            for part in split_kernel(kernel):
+                self._kernel(part)
+            return
+        self.kernels.append(kernel)
+
+    def _name_body(self, kernel: Kernel) -> None:
+        """Body inputs and outputs take the names of the program's values they stand for."""
+        body = kernel.jaxpr
+        for inner, atom in zip(body.invars, kernel.inputs, strict=True):
+            if isinstance(atom, Var) and inner not in self.names:
+                self.names[inner] = self.name(atom)
+        for inner, top in zip(body.outvars, kernel.outputs, strict=True):
+            if isinstance(inner, Var) and inner not in self.names:
+                self.names[inner] = self.name(top)
+        for eqn in body.eqns:
+            for var in eqn.outputs:
+                self.name(var)
+
+    def _opaque(self, kernel: Kernel) -> None:
+        (eqn,) = kernel.jaxpr.eqns
+        env = dict(zip(kernel.jaxpr.invars, kernel.inputs, strict=True))
+        top = eqn.replace(inputs=[_read(env, a) for a in eqn.inputs], outputs=kernel.outputs)
+        inputs = [self.atom(a) for a in top.inputs]
+        out = self.name(top.outputs[0])
+        self.emit(*opaque.EMITTERS[eqn.prim.name](self, top, inputs, out))
+
+    def _elementwise(self, kernel: Kernel, writer: KernelWriter | None = None, reuse=None):
+        shapes = {v.aval.shape for v in kernel.outputs}
+        if len(shapes) != 1:
+            raise Unfusable("outputs of different shapes in an elementwise kernel")
+        writer = writer or KernelWriter(self, kernel)
+        reuse = reuse or {}
+        outputs = []
+        for top, var in zip(kernel.outputs, kernel.jaxpr.outvars, strict=True):
+            name = reuse[top] if top in reuse else self.allocate(top)
+            outputs.append((var, Use(name, top.aval.shape, identity_mapping(top.aval.shape))))
+        shape = kernel.outputs[0].aval.shape
+        groups = writer.plan(shape, outputs=outputs)
+        parallel = math.prod(shape) >= self.threshold and bool(groups) and groups[0].extent >= 2
+        writer.write_elementwise(outputs, parallel)
+        self.parallel |= parallel
+        self.emit(*writer.builder.render(""))
+
+    def _reduction(self, kernel: Kernel) -> None:
+        writer = KernelWriter(self, kernel)
+        first = writer.reductions[0]
+        shape = first.inputs[0].aval.shape
+        reduced = frozenset(
+            first.params["axes"] if "axes" in first.params else [first.params["axis"]]
+        )
+        r_outputs, s_outputs = [], []
+        for top, var in zip(kernel.outputs, kernel.jaxpr.outvars, strict=True):
+            if top.aval.shape == shape:
+                s_outputs.append((var, Use(self.allocate(top), shape, identity_mapping(shape))))
+                continue
+            dims = kept_mapping(top.aval.shape, shape, reduced)
+            if dims is None:
+                raise Unfusable(f"output {top.aval.str_short()} of a reduction over {shape}")
+            r_outputs.append((var, Use(self.allocate(top), top.aval.shape, dims)))
+        writer.plan(shape, reduced, outputs=r_outputs + s_outputs)
+        self.parallel |= writer.write_reduction(r_outputs, s_outputs, self.threshold)
+        self.emit(*writer.builder.render(""))
+
+    def _contraction(self, kernel: Kernel) -> None:
+        body = kernel.jaxpr
+        dots = [eqn for eqn in body.eqns if eqn.prim.name == "dot_general"]
+        leaves = dict(zip(body.invars, kernel.inputs, strict=True))
+        if len(dots) != 1 or not all(x in leaves for x in dots[0].inputs):
+            raise Unfusable("a contraction kernel holds one dot_general of kernel inputs")
+        (dot,) = dots
+        product = dot.outputs[0]
+        lhs, rhs = (leaves[x] for x in dot.inputs)
+        direct = [
+            top for top, var in zip(kernel.outputs, body.outvars, strict=True) if var is product
+        ]
+        target = self.name(direct[0]) if direct else self.fresh(f"{self.name(product)}_dot")
+        operands = (self.name(lhs), lhs.aval, self.name(rhs), rhs.aval)
+        self.emit(*write_dot(self, *operands, target, product.aval, dot.params))
+        self.emit(*(f"{self.name(top)} = {target}" for top in direct[1:]))
+        epilogue = _epilogue(kernel, product)
+        if not epilogue.outputs:
+            return
+        writer = KernelWriter(self, epilogue)
+        writer.leaves[product] = target
+        reuse = {}
+        same = [top for top in epilogue.outputs if top.aval == product.aval]
+        if same and not direct:  # the epilogue overwrites the product in place
+            reuse[same[0]] = self.name(same[0])
+            self.emit(f"{self.name(same[0])} = {target}")
+        self._elementwise(epilogue, writer, reuse)
+
+    # --- the module ----------------------------------------------------------------------------
+
+    def _module(self, fn: str, arguments: list[str]) -> str:
+        lines = [
+            f'"""numbax cpu backend: the compiled program of {self.name_text!r}.',
+            "",
+            "Generated code (numbax/backends/cpu/program.py), compiled for SIGNATURE by",
+            "numbax/backends/cpu/cache.py. The program:",
+            "",
+            *str(self.jaxpr).splitlines(),
+            '"""',
+            "",
+            "import numpy as np",
+            "from numba import njit, prange",
+            "from numba import types as nt",
+            *sorted(IMPORTS[module][1] for module in self.modules),
+            "",
+            *(f"{name} = {source}" for (_, source), name in self.constants.items()),
+        ]
+        avals = [v.aval for v in self.jaxpr.constvars + self.jaxpr.invars]
+        lines.append(f"SIGNATURE = {tuple_source([numba_type(a) for a in avals])}")
+        options = f'parallel={self.parallel}, error_model="numpy", no_cfunc_wrapper=True'
+        lines += ["", "", f"@njit({options})"]
+        lines.append(f"def {fn}({', '.join(arguments)}):")
+        lines += ["    " + line if line else "" for line in self.lines]
+        return "\n".join(lines) + "\n"
+
+
+def _kind(kernel: Kernel) -> str:
+    """What the body holds decides how it is written; the kernel's kind is only a hint."""
+    prims = {eqn.prim.name for eqn in kernel.jaxpr.eqns}
+    if prims & set(REDUCTIONS):
+        return "reduction"
+    if "dot_general" in prims:
+        return "contraction"
+    if len(kernel.jaxpr.eqns) == 1 and kernel.jaxpr.eqns[0].prim.name in opaque.EMITTERS:
+        return "opaque"
+    return "elementwise"
+
+
+def _epilogue(kernel: Kernel, product: Var) -> Kernel:
+    """A contraction kernel's outputs other than the bare product, as an elementwise kernel."""
+    body = kernel.jaxpr
+    pairs = [
+        (top, var)
+        for top, var in zip(kernel.outputs, body.outvars, strict=True)
+        if var is not product
+    ]
+    jaxpr = Jaxpr([], body.invars, body.eqns, [var for _, var in pairs])
+    return Kernel("elementwise", jaxpr, kernel.inputs, [top for top, _ in pairs], kernel.name)
+
+
+def _safe_buffers(jaxpr: Jaxpr, plan) -> dict[Var, int]:
+    """The plan's buffers, for the values no view or control-flow result can alias."""
+    if plan is None:
+        return {}
+    aliased = set()
+    for eqn in jaxpr.eqns:
+        prims = (
+            {e.prim.name for e in eqn.params["jaxpr"].eqns} if eqn.prim.name == "kernel" else set()
+        )
+        if eqn.prim.name in control.WRITERS or eqn.prim.name in _VIEWS or prims & set(_VIEWS):
+            aliased.update(a for a in eqn.inputs if isinstance(a, Var))
+    return {v: b for v, b in plan.buffer_of.items() if v not in aliased and v.aval.shape}
+
+
+def _shown(value) -> bool:
+    """Sub-jaxprs are left out of comments: the module docstring prints them."""
+    if isinstance(value, tuple):
+        return all(map(_shown, value))
+    return not isinstance(value, Jaxpr)
+
+
+def _param(value) -> str:
+    if isinstance(value, np.dtype):
+        return value.name
+    return repr(value) if isinstance(value, str) else str(value)

@@ -1,0 +1,228 @@
+"""Per-primitive emitters of scalar expressions: the body of every loop the cpu backend writes.
+
+An emitter gets the operands as expressions (names of scalars already computed) and
+returns one Python expression that Numba compiles to what the primitive means on one
+element. Typing is exact: Numba widens ``int32 + int32`` to int64 and ``float32 * 1.5`` to
+float64, so int32 results are cast back and every constant is a typed global
+(``np.float32(1.5)`` bound once, see ``ScalarContext.constant``). Exponentials,
+logarithms, tanh, logistic, sin and cos call ``fastmath``'s branch-free versions, which
+vectorise; operations whose Numba meaning differs from the IR's (integer ``div``/``rem``,
+float ``max``/``min``, float ``rem``) call ``intrinsics``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from ...ir import dtypes
+
+INTRINSICS = "numbax.backends.cpu.intrinsics"
+MATHLIB = "numbax.backends.cpu.mathlib"
+FASTMATH_PRIMITIVES = ("exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos")
+
+
+class ScalarContext(Protocol):
+    def constant(self, value, dtype: np.dtype) -> str:
+        """The name of a module-level global holding ``value`` as a ``dtype`` scalar."""
+
+    def function(self, module: str, attribute: str) -> str:
+        """The name under which ``module.attribute`` is imported into the generated module."""
+
+
+# An emitter: (context, operand dtype, output dtype, operand expressions, params) -> expression.
+Emitter = Callable[..., str]
+EMITTERS: dict[str, Emitter] = {}
+
+
+def emitter(*names: str):
+    def register(fn: Emitter) -> Emitter:
+        for name in names:
+            EMITTERS[name] = fn
+        return fn
+
+    return register
+
+
+def dtype_source(dtype) -> str:
+    """``np.float32`` for float32: the dtype as generated code names it."""
+    dtype = np.dtype(dtype)
+    return f"np.{'bool_' if dtype == dtypes.bool_ else dtype.name}"
+
+
+def cast(dtype: np.dtype, expression: str) -> str:
+    return f"{dtype_source(dtype)}({expression})"
+
+
+def _narrow(dtype: np.dtype, expression: str) -> str:
+    """Numba computes int32 arithmetic in int64; wrap the result back, as NumPy does."""
+    return cast(dtype, expression) if dtype == dtypes.int32 else expression
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f"
+
+
+# --- unary ------------------------------------------------------------------------------
+
+
+@emitter(*FASTMATH_PRIMITIVES)
+def _fastmath(ctx, dtype, out_dtype, x, *, prim):
+    return f"{ctx.function(MATHLIB, _fastmath_name(prim, dtype))}({x})"
+
+
+def _fastmath_name(prim: str, dtype: np.dtype) -> str:
+    return f"{prim}_{dtypes.short_name(dtype)}"
+
+
+@emitter("neg")
+def _neg(ctx, dtype, out_dtype, x, **_):
+    return _narrow(dtype, f"-{x}")
+
+
+@emitter("sqrt")
+def _sqrt(ctx, dtype, out_dtype, x, **_):
+    return f"np.sqrt({x})"
+
+
+@emitter("rsqrt")
+def _rsqrt(ctx, dtype, out_dtype, x, **_):
+    return f"{ctx.constant(1, dtype)} / np.sqrt({x})"
+
+
+@emitter("abs")
+def _abs(ctx, dtype, out_dtype, x, **_):
+    return _narrow(dtype, f"abs({x})")
+
+
+@emitter("sign")
+def _sign(ctx, dtype, out_dtype, x, **_):
+    if _is_float(dtype):  # keeps NaN and signed zeros, as np.sign
+        one, minus_one = ctx.constant(1, dtype), ctx.constant(-1, dtype)
+        select = ctx.function(INTRINSICS, "select")
+        return f"{select}({x} > 0, {one}, {select}({x} < 0, {minus_one}, {x}))"
+    return cast(dtype, f"({x} > 0) - ({x} < 0)")
+
+
+@emitter("floor", "ceil")
+def _rounding(ctx, dtype, out_dtype, x, *, prim):
+    return f"np.{prim}({x})"
+
+
+@emitter("round")
+def _round(ctx, dtype, out_dtype, x, **_):
+    return f"np.rint({x})"  # round half to even, as np.round
+
+
+@emitter("not")
+def _not(ctx, dtype, out_dtype, x, **_):
+    return f"(not {x})" if dtype == dtypes.bool_ else _narrow(dtype, f"~{x}")
+
+
+@emitter("stop_gradient")
+def _identity(ctx, dtype, out_dtype, x, **_):
+    return x
+
+
+# --- binary -----------------------------------------------------------------------------
+
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|"}
+
+
+@emitter(*_OPERATORS)
+def _arithmetic(ctx, dtype, out_dtype, x, y, *, prim):
+    return _narrow(dtype, f"({x} {_OPERATORS[prim]} {y})")
+
+
+@emitter("div")
+def _div(ctx, dtype, out_dtype, x, y, **_):
+    if _is_float(dtype):
+        return f"({x} / {y})"  # IEEE: the backend compiles with error_model="numpy"
+    return f"{ctx.function(INTRINSICS, 'div_trunc')}({x}, {y})"
+
+
+@emitter("rem")
+def _rem(ctx, dtype, out_dtype, x, y, **_):
+    name = "fmod" if _is_float(dtype) else "rem_trunc"
+    return f"{ctx.function(INTRINSICS, name)}({x}, {y})"
+
+
+@emitter("pow")
+def _pow(ctx, dtype, out_dtype, x, y, **_):
+    return f"np.power({x}, {y})"
+
+
+@emitter("atan2")
+def _atan2(ctx, dtype, out_dtype, x, y, **_):
+    return f"np.arctan2({x}, {y})"
+
+
+@emitter("max", "min")
+def _max_min(ctx, dtype, out_dtype, x, y, *, prim):
+    if _is_float(dtype):
+        name = "maximum" if prim == "max" else "minimum"
+        return f"{ctx.function(INTRINSICS, name)}({x}, {y})"
+    if dtype == dtypes.bool_:
+        return f"({x} {'|' if prim == 'max' else '&'} {y})"
+    return _narrow(dtype, f"{prim}({x}, {y})")
+
+
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+@emitter(*_COMPARISONS)
+def _compare(ctx, dtype, out_dtype, x, y, *, prim):
+    return f"({x} {_COMPARISONS[prim]} {y})"
+
+
+@emitter("integer_pow")
+def _integer_pow(ctx, dtype, out_dtype, x, *, y, **_):
+    one = ctx.constant(1, dtype)
+    exponent = abs(y)
+    if exponent == 0:
+        power = one
+    elif exponent <= 4:
+        power = "(" + " * ".join([x] * exponent) + ")"
+    else:
+        power = f"{ctx.function(INTRINSICS, 'integer_pow')}({x}, {exponent}, {one})"
+    return f"({one} / {power})" if y < 0 else _narrow(dtype, power)
+
+
+@emitter("select")
+def _select(ctx, dtype, out_dtype, predicate, on_true, on_false, **_):
+    return f"{ctx.function(INTRINSICS, 'select')}({predicate}, {on_true}, {on_false})"
+
+
+@emitter("convert_element_type")
+def _convert(ctx, dtype, out_dtype, x, **_):
+    if out_dtype == dtype:
+        return x
+    if out_dtype == dtypes.bool_:
+        return f"({x} != {ctx.constant(0, dtype)})"
+    return cast(out_dtype, x)
+
+
+def emit(ctx: ScalarContext, prim: str, in_dtype, out_dtype, args, params) -> str:
+    """The scalar expression of one elementwise primitive applied to ``args``."""
+    fn = EMITTERS.get(prim)
+    if fn is None:
+        raise NotImplementedError(f"the cpu backend has no scalar emitter for {prim!r}")
+    return fn(ctx, in_dtype, out_dtype, *args, prim=prim, **params)
+
+
+def literal_source(value, dtype: np.dtype) -> str:
+    """Python source for a scalar constant of ``dtype``, exact (round-trips every float)."""
+    value = np.asarray(value, dtype=dtype).item()
+    if dtype == dtypes.bool_:
+        return repr(bool(value))
+    if _is_float(dtype):
+        if np.isnan(value):
+            text = "np.nan"
+        elif np.isinf(value):
+            text = "np.inf" if value > 0 else "-np.inf"
+        else:
+            text = repr(float(value))
+        return cast(dtype, text)
+    return cast(dtype, repr(int(value)))

@@ -1,0 +1,113 @@
+"""The cpu backend's compile cache: in memory, on disk, across processes, and when damaged."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numbax
+import numpy as np
+import pytest
+from numbax.backends import cpu
+from numbax.backends.cpu import cache
+from numbax.config import config
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(cache, "_LOADED", {})
+    return tmp_path
+
+
+def _compile(scale: float):
+    """A program without transcendental functions: nothing but the program is compiled."""
+    closed = numbax.make_jaxpr(lambda x: (x * scale + 1.0).sum(axis=0))(np.ones((3, 2)))
+    return cpu.backend.compile(closed, "cached")
+
+
+def _forget(executable) -> None:
+    """Make this process forget the program, as a new process would not know it."""
+    module = executable.function.py_func.__module__
+    cache._LOADED.clear()
+    del sys.modules[module]
+
+
+def _numba_files(cache_dir):
+    return sorted(p.name for p in (cache_dir / "cpu" / "__pycache__").glob("*.nb*"))
+
+
+def test_programs_are_cached_in_memory(cache_dir):
+    first, second = _compile(2.0), _compile(2.0)
+    assert first.function is second.function  # the same source is compiled once
+    assert _compile(3.0).function is not first.function
+
+
+def test_disk_cache_holds_the_module_and_numba_object_code(cache_dir):
+    executable = _compile(11.0)
+    (module,) = (cache_dir / "cpu").glob("numbax_cpu_cached_*.py")
+    assert module.read_text() == executable.source
+    assert not list((cache_dir / "cpu").glob("*.tmp"))  # written atomically
+    assert any(name.endswith(".nbi") for name in _numba_files(cache_dir))
+    _forget(executable)
+    reloaded = _compile(11.0)
+    assert sum(reloaded.function.stats.cache_hits.values()) == 1  # loaded, not compiled
+    np.testing.assert_allclose(reloaded(np.ones((3, 2)))[0], [36.0, 36.0])
+
+
+def test_a_new_process_loads_the_compiled_program(cache_dir):
+    script = textwrap.dedent(
+        """
+        import numpy as np, numbax
+        f = numbax.jit(lambda x: np.exp(x) * 2.0 + x)
+        x = np.linspace(0.0, 1.0, 5)
+        np.testing.assert_allclose(f(x), np.exp(x) * 2.0 + x, rtol=1e-12)
+        hits = f.lower(x).compile().function.stats.cache_hits
+        print(sum(hits.values()))
+        """
+    )
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(cache_dir), NUMBAX_BACKEND="cpu")
+    runs = [
+        subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr
+    assert [run.stdout.split()[-1] for run in runs] == ["0", "1"]
+
+
+def test_damaged_entries_are_recompiled_with_a_warning(cache_dir):
+    executable = _compile(13.0)
+    for name in _numba_files(cache_dir):
+        (cache_dir / "cpu" / "__pycache__" / name).write_bytes(b"not a pickle")
+    _forget(executable)
+    with pytest.warns(RuntimeWarning, match="could not be loaded"):
+        recompiled = _compile(13.0)
+    np.testing.assert_allclose(recompiled(np.ones((3, 2)))[0], [42.0, 42.0])
+
+
+def test_a_damaged_module_file_is_rewritten(cache_dir):
+    executable = _compile(14.0)
+    (module,) = (cache_dir / "cpu").glob("numbax_cpu_cached_*.py")
+    module.write_text("this is not python")
+    _forget(executable)
+    rewritten = _compile(14.0)
+    assert module.read_text() == rewritten.source
+    np.testing.assert_allclose(rewritten(np.ones((3, 2)))[0], [45.0, 45.0])
+
+
+def test_no_cache_dir_compiles_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "cache_dir", None)
+    executable = _compile(5.0)
+    assert not list(tmp_path.iterdir())
+    np.testing.assert_allclose(executable(np.ones((3, 2)))[0], [18.0, 18.0])
+
+
+def test_an_unwritable_cache_dir_falls_back_to_a_temporary_folder(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setattr(config, "cache_dir", str(blocker / "cache"))
+    with pytest.warns(RuntimeWarning, match="cannot write the compile cache"):
+        executable = _compile(7.0)
+    np.testing.assert_allclose(executable(np.ones((3, 2)))[0], [24.0, 24.0])
