@@ -11,7 +11,9 @@ source, kernels, LLVM IR and assembly::
     >>> "def " in compiled.source
     True
 
-Numba is imported on the first compile, not when numbax is imported.
+Numba is imported on the first compile, not when numbax is imported. Importing this
+module sets two environment variables for the libraries the backend drives, unless the
+user set them: ``OPENBLAS_NUM_THREADS=1`` and ``OMP_WAIT_POLICY=passive`` (see below).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 
 from ...config import config
+from ...ir.core import ClosedJaxpr
 
 # How the libraries this backend drives use threads, unless the user set it: the backend
 # parallelises with Numba's prange and splits large matrix products itself, so the BLAS
@@ -28,11 +31,12 @@ from ...config import config
 # load, on the first compile, so they are set here, before Numba is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-from ...ir.core import ClosedJaxpr
 
-# Kernels over at least this many elements run their outer loop on all cores (prange);
-# below it, starting the threads costs more than they save.
-PARALLEL_MIN_ELEMENTS = 1 << 15
+# A kernel runs its outer loop on all cores (prange) from this much work on: its number
+# of elements, times 1 + 6 per expensive op (exp, tanh, division, ...) in its body. Waking
+# the threads costs ~50 us on a 2-core VM, the time a million cheap elements or ~150k
+# tanh take on one core; below that the threads cost more than they save.
+PARALLEL_MIN_WORK = 1 << 20
 
 
 class CpuBackend:
@@ -46,7 +50,7 @@ class CpuBackend:
         from .program import write_program
 
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
-        generated = write_program(fused.jaxpr, name, PARALLEL_MIN_ELEMENTS, plan)
+        generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
         function = cache.load(generated.source, generated.function_name, config.cache_dir)
         return CpuExecutable(function, fused.consts, generated, fused, log)
 

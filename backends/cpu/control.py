@@ -1,5 +1,6 @@
 """Control flow as Python control flow: ``cond`` as ``if``/``elif``, ``while`` as a
-``while`` loop, ``scan`` as a ``for`` loop, each body's kernels written inline.
+``while`` loop, ``scan`` as a ``for`` loop, calls as their bodies, each body's kernels
+written inline.
 
 A body's inputs are plain names: a ``cond`` branch reads the operands' arrays, a loop
 body reads carry variables that the loop reassigns (all at once, as a tuple, so a body
@@ -36,6 +37,14 @@ def _assign(writer, targets, values) -> None:
         writer.emit(f"{targets[0]} = {values[0]}")
     elif targets:
         writer.emit(f"{', '.join(targets)} = {', '.join(values)}")
+
+
+def write_call(writer, eqn: Eqn) -> None:
+    """A call (``jit_call``, ``checkpoint``, ``custom_vjp_call``'s primal): its body inline.
+    The results are bound to new names, so the body may be written again later."""
+    writer.emit(f"# {writer.comment(eqn)}")
+    results = _body(writer, eqn.params["jaxpr"], [writer.array_of(a) for a in eqn.inputs])
+    _assign(writer, [writer.name(v) for v in eqn.outputs], results)
 
 
 def write_cond(writer, eqn: Eqn) -> None:
@@ -95,10 +104,12 @@ def write_scan(writer, eqn: Eqn) -> None:
         for x, var in zip(xs, jaxpr.invars[n_consts + n_carry :], strict=True):
             slices.append(_slice(writer, x, step, var))
         results = _body(writer, jaxpr, consts + carries + slices)
-        _assign(writer, carries, results[:n_carry])
+        # Store the ys before the carries move on: a y may be this step's incoming carry
+        # (the backward pass of a scan reads exactly that).
         for y, result, var in zip(ys, results[n_carry:], jaxpr.outvars[n_carry:], strict=True):
             rank0 = not var.aval.shape
             writer.emit(f"{y}[{step}] = {result}[()]" if rank0 else f"{y}[{step}] = {result}")
+        _assign(writer, carries, results[:n_carry])
     _assign(writer, [writer.name(v) for v in eqn.outputs[:n_carry]], carries)
 
 
@@ -125,4 +136,11 @@ class _indented:
         self.writer.indent = self.writer.indent[:-4]
 
 
-WRITERS = {"cond": write_cond, "while": write_while, "scan": write_scan}
+WRITERS = {
+    "cond": write_cond,
+    "while": write_while,
+    "scan": write_scan,
+    "jit_call": write_call,
+    "checkpoint": write_call,
+    "custom_vjp_call": write_call,
+}

@@ -14,9 +14,9 @@ class CpuExecutable:
 
     The call is one call of the Numba dispatcher, whose signature was fixed at compile
     time (C-contiguous, writeable, aligned arrays of the traced dtypes). Any other array
-    (a strided view, a read-only or big-endian array, a list) fails that match with a
-    ``TypeError`` and is copied to a matching one, so the common call pays nothing
-    for the uncommon one.
+    (a strided or Fortran-order view, a read-only or unaligned array) fails that match
+    with a ``TypeError`` and is copied to a matching one, so the common call pays
+    nothing for the uncommon one.
     """
 
     def __init__(self, function, consts, program, jaxpr: ClosedJaxpr, pass_log=None):
@@ -49,23 +49,22 @@ class CpuExecutable:
 
     def llvm_ir(self) -> str:
         """Numba's optimised LLVM IR of the program function."""
-        return "\n".join(self._inspectable().inspect_llvm().values())
+        return "\n".join(self._inspectable.inspect_llvm().values())
 
     def asm(self) -> str:
         """The machine code of the program function."""
-        return "\n".join(self._inspectable().inspect_asm().values())
+        return "\n".join(self._inspectable.inspect_asm().values())
 
+    @functools.cached_property
     def _inspectable(self):
-        # Code loaded from Numba's disk cache keeps only object code: compile again, in
-        # memory, to show its IR.
-        try:
-            self.function.inspect_llvm()
+        # Code loaded from Numba's disk cache keeps only object code: compile the program
+        # again, in memory, to show its IR.
+        if not sum(self.function.stats.cache_hits.values()):
             return self.function
-        except Exception:  # noqa: BLE001 - any reason it has no IR
-            from numba import njit
+        from numba import njit
 
-            options = dict(self.function.targetoptions, cache=False)
-            return njit(self.function.signatures, **options)(self.function.py_func)
+        options = {k: v for k, v in self.function.targetoptions.items() if k != "nopython"}
+        return njit(self.function.signatures, **options)(self.function.py_func)
 
     def __repr__(self):
         return f"<CpuExecutable {self.program.function_name}: {len(self.kernels)} kernels>"

@@ -1,4 +1,4 @@
-"""Loop kernels: elementwise, reduction and contraction kernels as loop nests.
+"""Loop kernels: the iteration space of a kernel body and one scalar statement per eqn.
 
 The generator reads the kernel's sub-jaxpr backwards from its outputs, asking for each
 value "at" a ``mapping`` (for each of the value's dims, the iteration dim it follows, or
@@ -6,30 +6,15 @@ value "at" a ``mapping`` (for each of the value's dims, the iteration dim it fol
 ``broadcast_in_dim`` operand at the dims it is broadcast along, a reduction's operand at
 the kept dims plus the reduced ones. Reading the uses this way first (``_Analysis``)
 gives the loops (``group_dimensions``); writing them the same way (``KernelWriter.value``)
-gives one scalar statement per equation, placed by ``LoopBuilder``.
-
-A reduction kernel (the kernel contract in ``ir/higher_order.py``) is written as
-
-    for the leading kept dims (prange when large):
-        pass 1: acc = init; for the remaining dims: acc = combine(acc, prologue)
-        pass 2: ... reductions that read pass 1's results (softmax's sum of exp(x - max))
-        outputs over the reduced shape R
-        epilogue over the remaining dims: outputs of shape S that read the results
-
-with scalar accumulators when every kept dim comes first (rows), and accumulator arrays
-of shape R otherwise (column sums keep the loops in memory order). A reduction with no
-kept dim in front (a full sum) splits its first loop into chunks run in parallel, then
-combines the partial results in order.
+gives one scalar statement per equation, placed by ``LoopBuilder``. Elementwise kernels
+and contraction epilogues are one loop nest (``write_elementwise``); reduction kernels
+are written by ``reductions.ReductionWriter``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
-
-from ...ir import dtypes
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.primitive import Pattern
 from . import scalar
@@ -37,8 +22,6 @@ from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
 
 REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
 _PASS_THROUGH = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
-# How many pieces a parallel full reduction is split into: enough to balance the threads.
-REDUCTION_CHUNKS = 16
 
 
 class Unfusable(Exception):
@@ -86,7 +69,7 @@ def operand_mappings(eqn: Eqn, mapping: tuple, shape: tuple) -> list[tuple | Non
         return [tuple(result)]
     if prim in REDUCTIONS:
         x = eqn.inputs[0].aval
-        axes = _reduced_axes(eqn)
+        axes = reduced_axes(eqn)
         if x.shape != shape:
             raise Unfusable("reductions of different shapes in one kernel")
         kept = iter(mapping)
@@ -99,7 +82,7 @@ def operand_mappings(eqn: Eqn, mapping: tuple, shape: tuple) -> list[tuple | Non
     raise Unfusable(f"{prim} inside a loop kernel")
 
 
-def _reduced_axes(eqn: Eqn) -> tuple[int, ...]:
+def reduced_axes(eqn: Eqn) -> tuple[int, ...]:
     params = eqn.params
     return tuple(params["axes"]) if "axes" in params else (params["axis"],)
 
@@ -166,10 +149,9 @@ class KernelWriter:
                 self.leaves[invar] = program.atom(atom)
         self.reductions = [eqn for eqn in body.eqns if eqn.prim.name in REDUCTIONS]
         self.results: dict[Var, Scalar | Use] = {}  # reduction results, once computed
-        # Expensive values a pass computes anyway, kept in an output for the epilogue.
-        self.spills: dict[Var, Use] = {}
-        self.spilled: set[Var] = set()
-        self.in_epilogue = False
+        # Values read back from an array instead of computed again (a reduction's epilogue
+        # reads what its passes kept): var -> the array's use.
+        self.stored: dict[Var, Use] = {}
         self.shape: tuple = ()
         self.reduced: frozenset[int] = frozenset()
 
@@ -185,7 +167,7 @@ class KernelWriter:
             uses.append(use)
         for eqn in self.reductions:
             x = eqn.inputs[0].aval
-            if x.shape != shape or set(_reduced_axes(eqn)) != set(reduced):
+            if x.shape != shape or set(reduced_axes(eqn)) != set(reduced):
                 raise Unfusable("reductions over different axes in one kernel")
         for eqn in self.reductions:  # a reduction runs even if only a later pass reads it
             analysis.visit(eqn.inputs[0], identity_mapping(shape))
@@ -217,8 +199,8 @@ class KernelWriter:
         prefix = self.program.name(var)
         if var in self.leaves:
             return builder.load(Use(self.leaves[var], var.aval.shape, mapping), prefix)
-        if self.in_epilogue and var in self.spills and mapping == self.spills[var].dims:
-            return builder.load(self.spills[var], prefix)
+        if var in self.stored and mapping == self.stored[var].dims:
+            return builder.load(self.stored[var], prefix)
         if var in self.results:
             result = self.results[var]
             return result if isinstance(result, Scalar) else builder.load(result, prefix)
@@ -268,258 +250,6 @@ class KernelWriter:
             self.store(use, var)
         for _ in builder.groups:
             builder.close()
-
-    def write_reduction(self, r_outputs, s_outputs, threshold: int) -> bool:
-        """The reduction kernel of the module doc; returns whether it used prange."""
-        builder = self.builder
-        groups = builder.groups
-        outer = 0
-        while outer < len(groups) and not groups[outer].reduced:
-            outer += 1
-        inner = list(range(outer, len(groups)))
-        inner_kept = [k for k in inner if not groups[k].reduced]
-        size = math.prod(self.shape)
-        large = size >= threshold
-        parallel_outer = outer > 0 and large and groups[0].extent >= 2
-        chunked = outer == 0 and not inner_kept and large and bool(inner)
-        self._plan_spills(s_outputs)
-        for k in range(outer):
-            builder.open_loop(k, parallel=parallel_outer and k == 0)
-        for stage in self._passes():
-            if inner_kept:
-                self._array_pass(stage, inner, inner_kept)
-            elif chunked:
-                self._chunked_pass(stage, inner)
-            else:
-                self._scalar_pass(stage, inner)
-        self._loops(
-            inner_kept,
-            lambda: [self.store(use, var) for var, use in r_outputs],
-            skip=not r_outputs,
-        )
-        parallel_epilogue = outer == 0 and large and bool(inner) and bool(s_outputs)
-        self.in_epilogue = True
-        self._loops(
-            inner,
-            lambda: [self.store(use, var) for var, use in s_outputs],
-            parallel=parallel_epilogue,
-            skip=not s_outputs,
-        )
-        for _ in range(outer):
-            builder.close()
-        return parallel_outer or chunked or parallel_epilogue
-
-    def _loops(self, ks, body, parallel=False, skip=False) -> None:
-        if skip:
-            return
-        for n, k in enumerate(ks):
-            self.builder.open_loop(k, parallel=parallel and n == 0)
-        body()
-        for _ in ks:
-            self.builder.close()
-
-    def _passes(self) -> list[list[Eqn]]:
-        """Reductions grouped by how many reductions they wait for, in order."""
-        depth: dict = {}
-
-        def reduction_depth(var) -> int:
-            if isinstance(var, Literal) or var in self.leaves or var in self.scalars:
-                return 0
-            if var not in depth:
-                eqn = self.producer[var]
-                inner = max((reduction_depth(x) for x in eqn.inputs), default=0)
-                depth[var] = inner + (1 if eqn.prim.name in REDUCTIONS else 0)
-            return depth[var]
-
-        stages: dict[int, list[Eqn]] = {}
-        for eqn in self.reductions:
-            stages.setdefault(reduction_depth(eqn.outputs[0]), []).append(eqn)
-        return [stages[k] for k in sorted(stages)]
-
-    def _operand(self, eqn: Eqn) -> Scalar:
-        var = eqn.inputs[0]
-        operand = self.value(var, identity_mapping(self.shape))
-        if var in self.spills and var not in self.spilled:
-            self.spilled.add(var)
-            self.builder.write(f"{self.builder.element(self.spills[var])[0]} = {operand.name}")
-        return operand
-
-    def _plan_spills(self, s_outputs) -> None:
-        """Keep an expensive reduction operand in an output that the epilogue computes from
-        it: softmax's ``exp(x - max)`` is stored while it is summed, then divided in place,
-        not computed a second time. (The epilogue reads it before overwriting it.)"""
-        operands = [e.inputs[0] for e in self.reductions if isinstance(e.inputs[0], Var)]
-        for var, use in s_outputs:
-            for operand in operands:
-                if (
-                    operand not in self.spills
-                    and operand.aval == var.aval
-                    and operand not in self.leaves
-                    and self._costly(operand)
-                    and self._reads(var, operand)
-                ):
-                    self.spills[operand] = use
-                    break
-
-    def _costly(self, var) -> bool:
-        """Whether computing ``var`` (back to loads and reduction results) is expensive."""
-        eqn = self.producer.get(var)
-        if eqn is None or eqn.prim.name in REDUCTIONS:
-            return False
-        return eqn.prim.expensive or any(self._costly(x) for x in eqn.inputs)
-
-    def _reads(self, var, target) -> bool:
-        if var is target:
-            return True
-        eqn = self.producer.get(var)
-        if eqn is None or eqn.prim.name in REDUCTIONS:
-            return False
-        return any(self._reads(x, target) for x in eqn.inputs)
-
-    def _reduced_index(self) -> str:
-        reduced = [g for g in self.builder.groups if g.reduced]
-        return reduced[0].index if reduced else "0"
-
-    def _scalar_pass(self, stage: list[Eqn], inner: list[int]) -> None:
-        accumulators = {eqn: self._init(eqn) for eqn in stage}
-        self._loops(inner, lambda: self._accumulate(accumulators))
-        outer = frozenset(range(len(self.builder.groups))) - frozenset(inner)
-        for eqn, acc in accumulators.items():
-            self._finish(eqn, acc[-1], outer)
-
-    def _chunked_pass(self, stage: list[Eqn], inner: list[int]) -> None:
-        builder = self.builder
-        first = builder.groups[inner[0]]
-        step = -(-first.extent // REDUCTION_CHUNKS)
-        chunk = self.program.fresh("chunk")
-        partials = {}
-        for eqn in stage:
-            names = []
-            for dtype in self._accumulator_dtypes(eqn):
-                names.append(self.program.fresh("partial"))
-                builder.write(
-                    f"{names[-1]} = np.empty({REDUCTION_CHUNKS}, {scalar.dtype_source(dtype)})"
-                )
-            partials[eqn] = names
-        builder.open(f"for {chunk} in prange({REDUCTION_CHUNKS}):")
-        accumulators = {eqn: self._init(eqn) for eqn in stage}
-        bounds = f"{chunk} * {step}, min(({chunk} + 1) * {step}, {first.extent})"
-        builder.open_loop(inner[0], bounds=bounds)
-        self._loops(inner[1:], lambda: self._accumulate(accumulators))
-        builder.close()
-        for eqn, accs in accumulators.items():
-            for partial, acc in zip(partials[eqn], accs, strict=True):
-                builder.write(f"{partial}[{chunk}] = {acc}")
-        builder.close()
-        totals = {eqn: self._init(eqn) for eqn in stage}
-        builder.open(f"for {chunk} in range({REDUCTION_CHUNKS}):")
-        for eqn, names in partials.items():
-            values = [f"{name}[{chunk}]" for name in names]
-            builder.write(self._combine(eqn, totals[eqn], values[0], values[-1]))
-        builder.close()
-        for eqn, accs in totals.items():
-            self._finish(eqn, accs[-1], frozenset())
-
-    def _array_pass(self, stage: list[Eqn], inner: list[int], inner_kept: list[int]) -> None:
-        builder = self.builder
-        arrays = {}
-        for eqn in stage:
-            out = eqn.outputs[0].aval
-            dims = kept_mapping(out.shape, self.shape, self.reduced)
-            arrays[eqn] = [
-                Use(self.program.scratch(out.shape, dtype), out.shape, dims)
-                for dtype in self._accumulator_dtypes(eqn)
-            ]
-
-        def init():
-            for eqn, uses in arrays.items():
-                for use, value in zip(uses, _identities(eqn, self.program), strict=True):
-                    builder.write(f"{builder.element(use)[0]} = {value}")
-
-        self._loops(inner_kept, init)
-
-        def accumulate():
-            accumulators = {
-                eqn: [builder.element(use)[0] for use in uses] for eqn, uses in arrays.items()
-            }
-            for eqn, accs in accumulators.items():
-                builder.write(self._combine(eqn, accs, self._operand(eqn).name))
-
-        self._loops(inner, accumulate)
-        for eqn, uses in arrays.items():
-            self.results[eqn.outputs[0]] = uses[-1]
-
-    def _init(self, eqn: Eqn) -> list[str]:
-        names = []
-        for value in _identities(eqn, self.program):
-            names.append(self.program.fresh("acc"))
-            self.builder.write(f"{names[-1]} = {value}")
-        return names
-
-    def _accumulate(self, accumulators: dict) -> None:
-        for eqn, accs in accumulators.items():
-            self.builder.write(self._combine(eqn, accs, self._operand(eqn).name))
-
-    def _combine(self, eqn: Eqn, accs: list[str], value: str, index: str | None = None) -> str:
-        """The statement folding ``value`` (at ``index`` for argmax/argmin) into ``accs``."""
-        prim = eqn.prim.name
-        dtype = eqn.inputs[0].aval.dtype
-        if prim in ("argmax", "argmin"):
-            best, position = accs
-            better = ">" if prim == "argmax" else "<"
-            condition = f"{value} {better} {best}"
-            if dtype.kind == "f":  # the first NaN wins, as in NumPy
-                condition += f" or ({value} != {value} and {best} == {best})"
-            index = index if index is not None else self._reduced_index()
-            return f"if {condition}:\n    {best} = {value}\n    {position} = {index}"
-        (acc,) = accs
-        return f"{acc} = {_combiner(prim, dtype, acc, value, self.program)}"
-
-    def _accumulator_dtypes(self, eqn: Eqn) -> list:
-        if eqn.prim.name in ("argmax", "argmin"):
-            return [eqn.inputs[0].aval.dtype, eqn.params["index_dtype"]]
-        return [eqn.outputs[0].aval.dtype]
-
-    def _finish(self, eqn: Eqn, acc: str, deps: frozenset) -> None:
-        var = eqn.outputs[0]
-        name = self.program.fresh(self.program.name(var))
-        self.builder.write(f"{name} = {scalar.cast(var.aval.dtype, acc)}")
-        self.results[var] = Scalar(name, deps)
-
-
-def _combiner(prim: str, dtype: np.dtype, acc: str, value: str, program) -> str:
-    if dtype == dtypes.bool_:
-        op = "|" if prim in ("reduce_sum", "reduce_max") else "&"
-        return f"{acc} {op} {value}"
-    if dtype.kind == "f":
-        name = {
-            "reduce_sum": "add_reassoc",
-            "reduce_prod": "mul_reassoc",
-            "reduce_max": "maximum",
-            "reduce_min": "minimum",
-        }[prim]
-        return f"{program.function(scalar.INTRINSICS, name)}({acc}, {value})"
-    if prim in ("reduce_max", "reduce_min"):
-        return f"{prim[-3:]}({acc}, {value})"
-    return f"{acc} {'+' if prim == 'reduce_sum' else '*'} {value}"
-
-
-def _identities(eqn: Eqn, program) -> list[str]:
-    """The starting values of a reduction's accumulators."""
-    prim = eqn.prim.name
-    dtype = eqn.inputs[0].aval.dtype
-    if prim in ("reduce_sum", "reduce_prod"):
-        return [program.constant(0 if prim == "reduce_sum" else 1, dtype)]
-    largest = prim in ("reduce_max", "argmax")
-    if dtype == dtypes.bool_:
-        start = not largest
-    elif dtype.kind == "f":
-        start = -np.inf if largest else np.inf
-    else:
-        info = np.iinfo(dtype)
-        start = info.min if largest else info.max
-    initial = program.constant(start, dtype)
-    return [initial, "0"] if prim in ("argmax", "argmin") else [initial]
 
 
 def as_kernel(eqn: Eqn) -> Kernel:

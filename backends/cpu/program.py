@@ -1,7 +1,8 @@
 """The whole program as one Python module: a ``numba.njit`` function, one loop nest per kernel.
 
 ``write_program`` takes a jaxpr whose eqns are ``kernel`` eqns (from fusion), plain
-primitives (each then a kernel of its natural kind) or control flow with such bodies, and
+primitives (each then a kernel of its natural kind), calls or control flow with such
+bodies, and
 returns the module's source: imports, typed constants, the Numba signature, and the
 function, named after the user's function, whose arguments are the program's constants
 and inputs and which returns the tuple of outputs. Every statement carries a comment
@@ -34,9 +35,11 @@ from .kernels import (
     as_kernel,
     identity_mapping,
     kept_mapping,
+    reduced_axes,
     split_kernel,
 )
 from .loopnest import Use, tuple_source
+from .reductions import ReductionWriter
 from .scalar import dtype_source
 
 # Modules generated code calls into: module -> (the name it has there, its import line).
@@ -50,8 +53,6 @@ _RESERVED = (
     | {"np", "nt", "njit", "prange", "SIGNATURE"}
     | {alias for alias, _ in IMPORTS.values()}
 )
-# Calls whose body is spliced into the program (custom_vjp_call: its primal ``jaxpr``).
-_CALLS = ("jit_call", "checkpoint", "custom_vjp_call")
 # Ops whose result is a view of their operand: the operand must not share a buffer.
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 
@@ -64,43 +65,14 @@ class GeneratedProgram:
     kernels: list[Kernel] = field(default_factory=list)
 
 
-def write_program(jaxpr: Jaxpr, name: str, parallel_threshold: int, plan=None):
+def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
     """The module source for ``jaxpr`` (constvars first, then invars, as arguments).
 
-    ``plan`` is a ``passes.MemoryPlan`` of ``jaxpr`` (None: every value its own array).
+    Kernels with at least ``parallel_work`` (see ``work``) use prange. ``plan`` is a
+    ``passes.MemoryPlan`` of ``jaxpr`` (None: every value its own array).
     """
-    writer = _ProgramWriter(inline_calls(jaxpr), name, parallel_threshold, plan)
+    writer = _ProgramWriter(jaxpr, name, parallel_work, plan)
     return writer.write()
-
-
-def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """Replace ``jit_call``/``checkpoint``/``custom_vjp_call`` eqns by their bodies."""
-    if not any(eqn.prim.name in _CALLS for eqn in jaxpr.eqns):
-        return jaxpr
-    env: dict = {}
-    eqns = _inline(jaxpr.eqns, env)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [_read(env, v) for v in jaxpr.outvars])
-
-
-def _inline(eqns, env, rename=False) -> list[Eqn]:
-    """``env`` maps replaced vars to atoms; eqns of an inlined body get fresh output vars,
-    so a body inlined twice still defines each var once."""
-    out = []
-    for eqn in eqns:
-        inputs = [_read(env, a) for a in eqn.inputs]
-        if eqn.prim.name in _CALLS:
-            body = eqn.params["jaxpr"]
-            inner = dict(zip(body.invars, inputs, strict=True))
-            out.extend(_inline(body.eqns, inner, rename=True))
-            for var, result in zip(eqn.outputs, body.outvars, strict=True):
-                env[var] = _read(inner, result)
-            continue
-        outputs = eqn.outputs
-        if rename:
-            outputs = [Var(v.aval) for v in eqn.outputs]
-            env.update(zip(eqn.outputs, outputs, strict=True))
-        out.append(eqn.replace(inputs=inputs, outputs=outputs))
-    return out
 
 
 def _read(env, atom):
@@ -132,11 +104,12 @@ def numba_type(aval) -> str:
 class _ProgramWriter:
     """Names, constants, imports and the function body; kernels are written into it."""
 
-    def __init__(self, jaxpr: Jaxpr, name: str, parallel_threshold: int, plan):
+    def __init__(self, jaxpr: Jaxpr, name: str, parallel_work: int, plan):
         self.jaxpr = jaxpr
         self.name_text = name
-        self.threshold = parallel_threshold
+        self.parallel_work = parallel_work
         self.names: dict[Var, str] = {}
+        self.letters = 0  # variable names handed out: a, b, ..., z, ba, ...
         self.counts: dict[str, int] = defaultdict(int)
         self.constants: dict[tuple, str] = {}
         self.modules: set[str] = set()
@@ -151,7 +124,8 @@ class _ProgramWriter:
 
     def name(self, var: Var) -> str:
         if var not in self.names:
-            name = _letters(len(self.names))
+            name = _letters(self.letters)
+            self.letters += 1
             self.names[var] = name + "_" if name in _RESERVED else name
         return self.names[var]
 
@@ -234,6 +208,9 @@ class _ProgramWriter:
     def write(self) -> GeneratedProgram:
         jaxpr = self.jaxpr
         arguments = [self.name(v) for v in jaxpr.constvars + jaxpr.invars]
+        for eqn in jaxpr.eqns:  # the printer's order: the docstring's names are the code's
+            for var in eqn.outputs:
+                self.name(var)
         self.write_eqns(jaxpr.eqns)
         results = [self.array_of(atom) for atom in jaxpr.outvars]
         self.emit(f"return {tuple_source(results)}")
@@ -273,7 +250,7 @@ class _ProgramWriter:
         """Body inputs and outputs take the names of the program's values they stand for."""
         body = kernel.jaxpr
         for inner, atom in zip(body.invars, kernel.inputs, strict=True):
-            if isinstance(atom, Var) and inner not in self.names:
+            if isinstance(atom, Var):  # always: a body written twice reads new inputs
                 self.names[inner] = self.name(atom)
         for inner, top in zip(body.outvars, kernel.outputs, strict=True):
             if isinstance(inner, Var) and inner not in self.names:
@@ -302,18 +279,17 @@ class _ProgramWriter:
             outputs.append((var, Use(name, top.aval.shape, identity_mapping(top.aval.shape))))
         shape = kernel.outputs[0].aval.shape
         groups = writer.plan(shape, outputs=outputs)
-        parallel = math.prod(shape) >= self.threshold and bool(groups) and groups[0].extent >= 2
+        large = work(kernel, shape) >= self.parallel_work
+        parallel = large and bool(groups) and groups[0].extent >= 2
         writer.write_elementwise(outputs, parallel)
         self.parallel |= parallel
         self.emit(*writer.builder.render(""))
 
     def _reduction(self, kernel: Kernel) -> None:
-        writer = KernelWriter(self, kernel)
+        writer = ReductionWriter(self, kernel)
         first = writer.reductions[0]
         shape = first.inputs[0].aval.shape
-        reduced = frozenset(
-            first.params["axes"] if "axes" in first.params else [first.params["axis"]]
-        )
+        reduced = frozenset(reduced_axes(first))
         r_outputs, s_outputs = [], []
         for top, var in zip(kernel.outputs, kernel.jaxpr.outvars, strict=True):
             if top.aval.shape == shape:
@@ -324,7 +300,9 @@ class _ProgramWriter:
                 raise Unfusable(f"output {top.aval.str_short()} of a reduction over {shape}")
             r_outputs.append((var, Use(self.allocate(top), top.aval.shape, dims)))
         writer.plan(shape, reduced, outputs=r_outputs + s_outputs)
-        self.parallel |= writer.write_reduction(r_outputs, s_outputs, self.threshold)
+        self.parallel |= writer.write(
+            r_outputs, s_outputs, work(kernel, shape) >= self.parallel_work
+        )
         self.emit(*writer.builder.render(""))
 
     def _contraction(self, kernel: Kernel) -> None:
@@ -381,6 +359,12 @@ class _ProgramWriter:
         lines.append(f"def {fn}({', '.join(arguments)}):")
         lines += ["    " + line if line else "" for line in self.lines]
         return "\n".join(lines) + "\n"
+
+
+def work(kernel: Kernel, shape) -> int:
+    """An estimate of a loop kernel's run time: elements, weighted by its expensive ops."""
+    expensive = sum(eqn.prim.expensive for eqn in kernel.jaxpr.eqns)
+    return math.prod(shape) * (1 + 6 * expensive)
 
 
 def _kind(kernel: Kernel) -> str:

@@ -6,8 +6,9 @@ element. Typing is exact: Numba widens ``int32 + int32`` to int64 and ``float32 
 float64, so int32 results are cast back and every constant is a typed global
 (``np.float32(1.5)`` bound once, see ``ScalarContext.constant``). Exponentials,
 logarithms, tanh, logistic, sin and cos call ``fastmath``'s branch-free versions, which
-vectorise; operations whose Numba meaning differs from the IR's (integer ``div``/``rem``,
-float ``max``/``min``, float ``rem``) call ``intrinsics``.
+vectorise (through ``mathlib``, which compiles each once instead of per program);
+operations whose Numba meaning differs from the IR's (integer ``div``/``rem``, float
+``max``/``min``, float ``rem``, ``select`` without a branch) call ``intrinsics``.
 """
 
 from __future__ import annotations

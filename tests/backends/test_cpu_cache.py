@@ -7,9 +7,10 @@ import subprocess
 import sys
 import textwrap
 
-import numbax
 import numpy as np
 import pytest
+
+import numbax
 from numbax.backends import cpu
 from numbax.backends.cpu import cache
 from numbax.config import config
@@ -54,6 +55,7 @@ def test_disk_cache_holds_the_module_and_numba_object_code(cache_dir):
     _forget(executable)
     reloaded = _compile(11.0)
     assert sum(reloaded.function.stats.cache_hits.values()) == 1  # loaded, not compiled
+    assert "define" in reloaded.llvm_ir()  # compiled again in memory to be shown
     np.testing.assert_allclose(reloaded(np.ones((3, 2)))[0], [36.0, 36.0])
 
 

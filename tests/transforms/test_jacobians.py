@@ -38,14 +38,6 @@ def _cond_fn(x, y):
 FUNCTIONS = {"vector": _vector_fn, "scan": _scan_fn, "fori_loop": _fori_fn, "cond": _cond_fn}
 
 
-def _known_cpu_scan_bug(request, backend, reverse_through_scan: bool) -> None:
-    """The cpu backend (in progress) stores a scan's ``y`` that is the incoming carry
-    after the carry is updated, which the backward of a scan relies on; still run, so
-    the mark goes once it is fixed."""
-    if backend == "cpu" and reverse_through_scan:
-        request.applymarker(pytest.mark.xfail(reason="cpu backend: scan y aliasing the carry"))
-
-
 @pytest.fixture
 def inputs(rng):
     return rng.standard_normal(3), rng.standard_normal(3)
@@ -65,8 +57,7 @@ def test_jacrev_equals_jacfwd_equals_finite_differences(name, inputs):
 
 @pytest.mark.parametrize("name", FUNCTIONS)
 @pytest.mark.parametrize("transform", [jacfwd, jacrev], ids=["jacfwd", "jacrev"])
-def test_jacobians_under_jit(transform, name, backend, inputs, request):
-    _known_cpu_scan_bug(request, backend, transform is jacrev and name in ("scan", "fori_loop"))
+def test_jacobians_under_jit(transform, name, backend, inputs):
     f = FUNCTIONS[name]
     if backend == "cuda" and name != "vector":
         # The CUDA backend has no control-flow lowering yet; it must say so, not guess.
@@ -96,8 +87,7 @@ def _scalar_scan_fn(x):
 
 
 @pytest.mark.parametrize("f", [_scalar_fn, _scalar_scan_fn], ids=["plain", "scan"])
-def test_hessian_equals_finite_differences_of_the_gradient(f, backend, rng, request):
-    _known_cpu_scan_bug(request, backend, f is _scalar_scan_fn)
+def test_hessian_equals_finite_differences_of_the_gradient(f, backend, rng):
     x = rng.standard_normal(4)
 
     def gradient(v):
