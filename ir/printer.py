@@ -23,11 +23,11 @@ class _Namer:
 
     def __call__(self, var: Var) -> str:
         if var not in self.names:
-            self.names[var] = _letters(len(self.names)) + var.suffix
+            self.names[var] = var_name(len(self.names)) + var.suffix
         return self.names[var]
 
 
-def _letters(n: int) -> str:
+def var_name(n: int) -> str:
     """0 -> a, 25 -> z, 26 -> ba, as JAX names its variables."""
     out = ""
     while True:

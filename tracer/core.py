@@ -27,6 +27,7 @@ from ..ir.errors import (
     TypecheckError,
     at_line,
 )
+from ..ir.interpret import walk_jaxpr
 from ..ir.primitive import Primitive
 from .source_info import user_frame_info
 
@@ -264,18 +265,9 @@ class Tracer:
 def replay(jaxpr: Jaxpr, consts, args) -> list:
     """Evaluate ``jaxpr`` by binding each equation: inside a trace this re-records the
     program (how transforms emit rewritten programs); outside, it runs eagerly."""
-    env: dict = {}
 
-    def read(atom):
-        return atom.val if isinstance(atom, Literal) else env[atom]
+    def apply(eqn, values):
+        outs = bind(eqn.prim, *values, **eqn.params)
+        return outs if eqn.prim.multiple_results else [outs]
 
-    for var, value in zip(jaxpr.constvars, consts, strict=True):
-        env[var] = value
-    for var, value in zip(jaxpr.invars, args, strict=True):
-        env[var] = value
-    for eqn in jaxpr.eqns:
-        outs = bind(eqn.prim, *map(read, eqn.inputs), **eqn.params)
-        outs = outs if eqn.prim.multiple_results else [outs]
-        for var, value in zip(eqn.outputs, outs, strict=True):
-            env[var] = value
-    return [read(v) for v in jaxpr.outvars]
+    return walk_jaxpr(jaxpr, consts, args, apply)

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...ir import dtypes
 from ...ir.core import Eqn, Jaxpr, Literal, Var
+from ...ir.printer import var_name
 from . import control, intrinsics, opaque, scalar
 from .contraction import write_dot
 from .kernels import (
@@ -86,16 +87,6 @@ def function_name(name: str) -> str:
     return name + "_" if name in _RESERVED else name
 
 
-def _letters(n: int) -> str:
-    """0 -> a, 25 -> z, 26 -> ba: the printer's names, so comments match ``str(jaxpr)``."""
-    out = ""
-    while True:
-        out = chr(ord("a") + n % 26) + out
-        n //= 26
-        if n == 0:
-            return out
-
-
 def numba_type(aval) -> str:
     dtype = "boolean" if aval.dtype == dtypes.bool_ else aval.dtype.name
     return f'nt.Array(nt.{dtype}, {len(aval.shape)}, "C")'
@@ -124,7 +115,7 @@ class _ProgramWriter:
 
     def name(self, var: Var) -> str:
         if var not in self.names:
-            name = _letters(self.letters)
+            name = var_name(self.letters)
             self.letters += 1
             self.names[var] = name + "_" if name in _RESERVED else name
         return self.names[var]

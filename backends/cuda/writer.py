@@ -25,6 +25,7 @@ import numpy as np
 
 from ...ir.core import Jaxpr, Literal, Var
 from ...ir.errors import NumbaxError
+from ...ir.printer import var_name
 from .scalar import SCALAR_RULES, constant
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^-?\d+$")
@@ -63,15 +64,6 @@ def linear(dims, shape) -> str:
         term = d if _IDENTIFIER.match(d) else f"({d})"
         terms.append(term if stride == 1 else f"{term} * {stride}")
     return " + ".join(terms) or "0"
-
-
-def _letters(n: int) -> str:
-    out = ""
-    while True:
-        out = chr(ord("a") + n % 26) + out
-        n //= 26
-        if n == 0:
-            return out
 
 
 class CodegenError(NumbaxError, NotImplementedError):
@@ -141,7 +133,7 @@ class KernelWriter:
 
     def letter(self, var: Var) -> str:
         if var not in self._letter:
-            self._letter[var] = _letters(len(self._letter))
+            self._letter[var] = var_name(len(self._letter))
         return self._letter[var]
 
     def temp(self, base: str) -> str:
