@@ -15,14 +15,14 @@ import numpy as np
 
 from . import backends, passes
 from .config import config
-from .ir import dtypes
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.errors import NumbaxTypeError, StaticArgumentError, at_line
 from .ir.higher_order import jit_call_p, set_impl
 from .tracer import Tracer, bind, tree_flatten, tree_unflatten
+from .tracer.closure import closure_convert
 from .tracer.core import current_trace, trace_flat
+from .tracer.promote import is_python_scalar, leaf_aval
 from .tracer.source_info import user_frame_info
-from .transforms import jaxprs as transforms_jaxprs
 
 logger = logging.getLogger("numbax")
 
@@ -30,13 +30,10 @@ CacheInfo = namedtuple("CacheInfo", ["traces", "hits", "misses", "size"])
 
 
 def _leaf_aval(leaf) -> tuple[ShapedArray, bool]:
-    """The abstract value of an argument leaf, and whether it is weakly typed."""
+    """The abstract value of an argument leaf, and whether it is weakly typed (a Python
+    scalar argument promotes like a Python scalar, NEP 50, as in JAX)."""
     if isinstance(leaf, Tracer):
         return leaf.aval, False
-    if isinstance(leaf, (bool, int, float)) and not isinstance(leaf, np.generic):
-        # A Python scalar argument promotes like a Python scalar (NEP 50), as in JAX;
-        # np.float64 subclasses float but is strongly typed.
-        return ShapedArray((), dtypes.result_type(leaf)), True
     if _is_device_array(leaf):
         # Its type is read from the interface: the data stays on the device.
         interface = getattr(leaf, "__cuda_array_interface__", None)
@@ -44,16 +41,18 @@ def _leaf_aval(leaf) -> tuple[ShapedArray, bool]:
             return ShapedArray(interface["shape"], np.dtype(interface["typestr"])), False
         return ShapedArray(leaf.shape, leaf.dtype), False
     try:
-        array = np.asarray(leaf)
-    except Exception as err:  # noqa: BLE001 - reported as a numbax error below
+        aval = leaf_aval(leaf, _not_an_array)
+    except NumbaxTypeError:
+        raise
+    except Exception as err:  # noqa: BLE001 - reported as a numbax error
         raise NumbaxTypeError(
             f"argument of type {type(leaf).__name__} is not an array: {err}"
         ) from err
-    if array.dtype == object:
-        raise NumbaxTypeError(
-            at_line(f"argument of type {type(leaf).__name__} is not an array", user_frame_info())
-        )
-    return ShapedArray(array.shape, array.dtype), False
+    return aval, is_python_scalar(leaf)
+
+
+def _not_an_array(message: str) -> NumbaxTypeError:
+    return NumbaxTypeError(at_line(f"argument: {message}", user_frame_info()))
 
 
 def _is_device_array(leaf) -> bool:
@@ -79,16 +78,6 @@ def _to_array(leaf, aval: ShapedArray, keep_device: bool = False):
 
             return cuda.as_cuda_array(leaf).copy_to_host().astype(aval.dtype, copy=False)
     return np.asarray(leaf, dtype=aval.dtype)
-
-
-def closure_convert(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
-    """Turn constvars into leading invars, returning the jaxpr and the const values.
-
-    The converted jaxpr is cached per source jaxpr: a ``jit_call`` of the same function
-    then carries the same sub-jaxpr every call, so the caches keyed by jaxpr identity
-    (compiled calls, the VJP split of ``grad(jit(f))``) hit.
-    """
-    return transforms_jaxprs.closure_convert(closed)
 
 
 def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict | None = None, concrete=False):

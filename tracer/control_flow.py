@@ -18,18 +18,14 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.control_flow import cond_p, scan_p, while_p
-from ..ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Var, aval_of
+from ..ir.core import ShapedArray, aval_of
 from ..ir.errors import ControlFlowError, at_line
 from . import lax
+from .closure import closure_convert, closure_convert_all
 from .core import Tracer, bind, new_trace
-from .promote import result_type
+from .promote import is_python_scalar, is_weak, leaf_aval, result_type
 from .pytree import tree_flatten, tree_structure, tree_unflatten
 from .source_info import user_frame_info
-
-
-def is_python_scalar(x) -> bool:
-    """A Python bool, int or float: weakly typed (np.float64 subclasses float but is not)."""
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
 
 
 def _error(message: str) -> ControlFlowError:
@@ -41,18 +37,7 @@ def _types(avals) -> str:
 
 
 def _leaf_aval(leaf, what: str) -> ShapedArray:
-    if isinstance(leaf, Tracer):
-        return leaf.aval
-    if is_python_scalar(leaf):
-        return aval_of(leaf)
-    array = np.asarray(leaf)
-    if array.dtype == object:
-        raise _error(f"{what}: a value of type {type(leaf).__name__} is not an array")
-    return ShapedArray(array.shape, array.dtype)
-
-
-def _is_weak(leaf) -> bool:
-    return is_python_scalar(leaf) or (isinstance(leaf, Tracer) and leaf.weak_type)
+    return leaf_aval(leaf, lambda message: _error(f"{what}: {message}"))
 
 
 def _cast(leaf, aval: ShapedArray):
@@ -74,30 +59,6 @@ def _trace(flat_fun, avals, weak):
         out = flat_fun(*tracers)
     leaves, tree = tree_flatten(out)
     return trace, leaves, tree
-
-
-def closure_convert_all(closeds: list[ClosedJaxpr]) -> tuple[list[Jaxpr], list]:
-    """Closure-convert jaxprs so that all take the same leading const operands (each
-    ignores the consts only the others use), as ``cond``'s branches must."""
-    consts, const_avals, position = [], [], {}
-    for closed in closeds:
-        for var, value in zip(closed.jaxpr.constvars, closed.consts, strict=True):
-            if id(value) not in position:
-                position[id(value)] = len(consts)
-                consts.append(value)
-                const_avals.append(var.aval)
-    jaxprs = []
-    for closed in closeds:
-        jaxpr = closed.jaxpr
-        own = {position[id(v)]: var for var, v in zip(jaxpr.constvars, closed.consts, strict=True)}
-        leading = [own[k] if k in own else Var(aval) for k, aval in enumerate(const_avals)]
-        jaxprs.append(Jaxpr([], leading + jaxpr.invars, jaxpr.eqns, jaxpr.outvars))
-    return jaxprs, consts
-
-
-def closure_convert(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
-    (jaxpr,), consts = closure_convert_all([closed])
-    return jaxpr, consts
 
 
 # ---------------------------------------------------------------------------- cond
@@ -147,7 +108,7 @@ def switch(index, branches, *operands):
 def _cond(index, branches, operands, what, names):
     leaves, in_tree = tree_flatten(tuple(operands))
     avals = [_leaf_aval(leaf, what) for leaf in leaves]
-    weak = [_is_weak(leaf) for leaf in leaves]
+    weak = [is_weak(leaf) for leaf in leaves]
 
     def traced(branch):
         return _trace(lambda *xs: branch(*tree_unflatten(in_tree, xs)), avals, weak)
@@ -246,7 +207,7 @@ def while_loop(cond_fun, body_fun, init_val):
     """
     leaves, carry_tree = tree_flatten(init_val)
     avals = [_leaf_aval(leaf, "while_loop") for leaf in leaves]
-    weak = [_is_weak(leaf) for leaf in leaves]
+    weak = [is_weak(leaf) for leaf in leaves]
     body_closed, _, avals = _trace_step(
         lambda carry, _: (body_fun(carry), None),
         carry_tree,
@@ -298,7 +259,7 @@ def scan(f, init, xs=None, length=None, reverse=False):
 def _scan(f, init, xs, length, reverse, what, fun_name):
     leaves, carry_tree = tree_flatten(init)
     avals = [_leaf_aval(leaf, what) for leaf in leaves]
-    weak = [_is_weak(leaf) for leaf in leaves]
+    weak = [is_weak(leaf) for leaf in leaves]
     x_leaves, x_tree = tree_flatten(xs)
     x_full = [_leaf_aval(leaf, what) for leaf in x_leaves]
     length = _scan_length(x_full, length, what)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
+from ..ir.core import ShapedArray, aval_of
 from ..ir.errors import NumbaxTypeError, ShapeError, at_line
 from . import lax
 from .core import Tracer
@@ -47,6 +48,29 @@ def _leaves(x):
 def operand(x):
     """Like ``asarray`` but Python scalars stay Python scalars (weakly typed)."""
     return x if isinstance(x, Scalar) else asarray(x)
+
+
+def is_python_scalar(x) -> bool:
+    """A Python bool, int or float: weakly typed (np.float64 subclasses float but is not)."""
+    return isinstance(x, Scalar) and not isinstance(x, np.generic)
+
+
+def is_weak(leaf) -> bool:
+    """Promotes like a Python scalar (NEP 50): a Python scalar or a weakly typed tracer."""
+    return is_python_scalar(leaf) or (isinstance(leaf, Tracer) and leaf.weak_type)
+
+
+def leaf_aval(leaf, error) -> ShapedArray:
+    """The abstract value of a pytree leaf given to a transform or a control-flow
+    function; ``error(message)`` builds the exception for a leaf that is not an array."""
+    if isinstance(leaf, Tracer):
+        return leaf.aval
+    if is_python_scalar(leaf):
+        return aval_of(leaf)
+    array = np.asarray(leaf)
+    if array.dtype == object:
+        raise error(f"a value of type {type(leaf).__name__} is not an array")
+    return ShapedArray(array.shape, array.dtype)
 
 
 def dtype_of(x) -> np.dtype:

@@ -17,11 +17,11 @@ import numpy as np
 from ..ir import dtypes
 from ..ir.errors import GradientError, NumbaxTypeError, ShapeError, at_line
 from ..tracer import lax
+from ..tracer.closure import closure_convert
 from ..tracer.core import current_trace, replay
 from ..tracer.pytree import tree_flatten, tree_unflatten
 from ..tracer.source_info import user_frame_info
 from . import derivatives as d
-from .jaxprs import closure_convert
 from .jvp import jvp_jaxpr
 from .tracing import Traced, as_operand, leaf_aval, needs_concrete_values, trace_function
 from .vjp import vjp_split

@@ -13,10 +13,11 @@ from collections.abc import Callable
 
 from ..ir.core import Jaxpr
 from ..ir.higher_order import checkpoint_p
+from ..tracer.closure import closure_convert
 from ..tracer.core import bind, current_trace, trace_flat
 from ..tracer.pytree import tree_unflatten
 from . import derivatives as d
-from .jaxprs import JaxprCache, closure_convert, dce_closed
+from .jaxprs import JaxprCache, dce_closed
 from .tracing import trace_function
 from .vjp import vjp_split
 from .vjp_rules import vjp_rules

@@ -23,10 +23,11 @@ from ..ir.control_flow import cond_p, scan_p, while_p
 from ..ir.core import Jaxpr, Var
 from ..ir.errors import GradientError, at_line
 from ..tracer import lax
+from ..tracer.closure import closure_convert
 from ..tracer.core import bind, trace_flat
 from ..tracer.source_info import user_frame_info
 from . import derivatives as d
-from .jaxprs import closure_convert, dce_closed
+from .jaxprs import dce_closed
 from .jvp import jvp_jaxpr, jvp_rules
 from .vjp import vjp_split
 from .vjp_rules import vjp_rules

@@ -21,11 +21,11 @@ from ..ir.core import Jaxpr, Var
 from ..ir.errors import GradientError, at_line
 from ..ir.higher_order import custom_vjp_call_p
 from ..tracer import lax
+from ..tracer.closure import closure_convert
 from ..tracer.core import bind, current_trace, replay, trace_flat
 from ..tracer.pytree import tree_flatten, tree_unflatten
 from ..tracer.source_info import user_frame_info
 from . import derivatives as d
-from .jaxprs import closure_convert
 from .tracing import trace_function
 from .vjp_rules import vjp_rules
 

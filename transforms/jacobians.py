@@ -23,12 +23,12 @@ from collections.abc import Callable, Sequence
 from ..ir import dtypes
 from ..ir.core import ShapedArray
 from ..tracer import lax
+from ..tracer.closure import closure_convert
 from ..tracer.core import replay
 from ..tracer.pytree import tree_unflatten
 from . import derivatives as d
 from .autodiff import Pullback, split_aux, trace_with_respect_to
 from .batching import eval_batched, moveaxis, to_front
-from .jaxprs import closure_convert
 from .jvp import jvp_jaxpr
 from .tracing import Traced
 

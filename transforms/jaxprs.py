@@ -1,4 +1,4 @@
-"""Jaxpr plumbing the transforms share: closure conversion, dead-code elimination and
+"""Jaxpr plumbing the transforms share: dead-code elimination and
 the per-jaxpr caches that keep a transformed sub-jaxpr the same object across calls.
 
 Compiled programs are cached by jaxpr identity (``jit_call``'s eager implementation),
@@ -11,23 +11,6 @@ from __future__ import annotations
 import weakref
 
 from ..ir.core import ClosedJaxpr, Jaxpr, Var
-
-_closure_converted: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def closure_convert(closed: ClosedJaxpr) -> tuple[Jaxpr, list]:
-    """Constvars become leading invars; returns the jaxpr and the values to pass for them.
-
-    The converted jaxpr is cached per source jaxpr, so it keeps its identity.
-    """
-    jaxpr = closed.jaxpr
-    if not jaxpr.constvars:
-        return jaxpr, []
-    converted = _closure_converted.get(jaxpr)
-    if converted is None:
-        converted = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
-        _closure_converted[jaxpr] = converted
-    return converted, list(closed.consts)
 
 
 def dce(jaxpr: Jaxpr) -> Jaxpr:

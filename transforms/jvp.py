@@ -17,9 +17,10 @@ from ..ir.core import Jaxpr, Literal
 from ..ir.errors import UnsupportedFunctionError
 from ..ir.primitive import PRIMITIVES, Primitive
 from ..tracer import lax
+from ..tracer.closure import closure_convert
 from ..tracer.core import bind, trace_flat
 from . import derivatives as d
-from .jaxprs import JaxprCache, closure_convert, dce_closed
+from .jaxprs import JaxprCache, dce_closed
 
 jvp_rules: dict[Primitive, callable] = {}
 

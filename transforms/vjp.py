@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from ..ir.core import Jaxpr, Literal, ShapedArray, Var
 from ..ir.higher_order import jit_call_p
+from ..tracer.closure import closure_convert
 from ..tracer.core import Tracer, bind, new_trace, replay, trace_flat
 from . import derivatives as d
-from .jaxprs import JaxprCache, closure_convert, dce_closed
+from .jaxprs import JaxprCache, dce_closed
 from .vjp_rules import vjp_rules
 
 

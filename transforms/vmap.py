@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.core import ClosedJaxpr, ShapedArray, aval_of
+from ..ir.core import ClosedJaxpr, ShapedArray
 from ..ir.errors import BatchingError, at_line
-from ..tracer.control_flow import is_python_scalar
 from ..tracer.core import Tracer, replay, trace_flat
+from ..tracer.promote import is_python_scalar, is_weak, leaf_aval
 from ..tracer.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from ..tracer.source_info import user_frame_info
 from . import batching_control_flow, batching_rules  # noqa: F401 - register the rules
@@ -50,7 +50,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0) -> Callable:
         dims = _in_dims(in_axes, args, kwargs, leaves)
         size = _batch_size(leaves, dims)
         avals = [_example_aval(leaf, d) for leaf, d in zip(leaves, dims, strict=True)]
-        weak = [d is None and _is_weak(leaf) for leaf, d in zip(leaves, dims, strict=True)]
+        weak = [d is None and is_weak(leaf) for leaf, d in zip(leaves, dims, strict=True)]
         closed, out_tree = _trace_example(fun, in_tree, avals, weak)
         out_dims = _prefix_axes(out_axes, out_tree, "out_axes")
         program = batch_jaxpr(closed, dims, size, out_dims)
@@ -102,8 +102,8 @@ def _trace_example(fun, in_tree, avals, weak) -> tuple[ClosedJaxpr, PyTreeDef]:
     out_tree = []
 
     def flat(*tracers):
-        for tracer, is_weak in zip(tracers, weak, strict=True):
-            tracer.weak_type = is_weak
+        for tracer, weak_type in zip(tracers, weak, strict=True):
+            tracer.weak_type = weak_type
         args, kwargs = tree_unflatten(in_tree, tracers)
         leaves, tree = tree_flatten(fun(*args, **kwargs))
         out_tree.append(tree)
@@ -113,20 +113,8 @@ def _trace_example(fun, in_tree, avals, weak) -> tuple[ClosedJaxpr, PyTreeDef]:
     return closed, out_tree[0]
 
 
-def _is_weak(leaf) -> bool:
-    """Unbatched Python scalars keep promoting like Python scalars (NEP 50)."""
-    return is_python_scalar(leaf) or (isinstance(leaf, Tracer) and leaf.weak_type)
-
-
 def _leaf_aval(leaf) -> ShapedArray:
-    if isinstance(leaf, Tracer):
-        return leaf.aval
-    if is_python_scalar(leaf):
-        return aval_of(leaf)
-    array = np.asarray(leaf)
-    if array.dtype == object:
-        raise _error(f"vmap: an argument of type {type(leaf).__name__} is not an array")
-    return ShapedArray(array.shape, array.dtype)
+    return leaf_aval(leaf, lambda message: _error(f"vmap: {message}"))
 
 
 def _example_aval(leaf, dim) -> ShapedArray:

@@ -12,7 +12,7 @@ import numpy as np
 
 import numbax
 from numbax.ir import typecheck
-from numbax.transforms.jaxprs import closure_convert
+from numbax.tracer.closure import closure_convert
 from numbax.transforms.jvp import jvp_jaxpr
 from numbax.transforms.vjp import vjp_split
 

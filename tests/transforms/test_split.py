@@ -11,7 +11,7 @@ import numbax
 from numbax import checkpoint, custom_vjp, grad, jit
 from numbax.ir import PRIMITIVES, typecheck
 from numbax.ir.higher_order import jit_call_p
-from numbax.transforms.jaxprs import closure_convert
+from numbax.tracer.closure import closure_convert
 from numbax.transforms.vjp import vjp_split
 
 
