@@ -70,3 +70,11 @@ def device_constant(value, aval: ShapedArray, stream):
 
     host = np.ascontiguousarray(np.broadcast_to(np.asarray(value, aval.dtype), aval.shape))
     return cuda.to_device(host.reshape(-1), stream=stream).reshape(aval.shape)
+
+
+def device_copy(array, stream):
+    """A new device array with ``array``'s elements."""
+    copy = device_empty(array.size, array.dtype, stream).reshape(array.shape)
+    if array.size:
+        copy.copy_to_device(array, stream=stream)
+    return copy

@@ -1,7 +1,9 @@
 """The host side of a compiled program: buffers, launches, results.
 
 A call moves NumPy arguments to the device (device arrays are used where they are),
-then launches the kernels in order on one stream. Intermediates live in the buffers of
+then launches the kernels in order on one stream. Control flow runs on the host
+(``control``): it reads a branch index or a loop condition back, and launches the
+chosen body's kernels, once per iteration. Intermediates live in the buffers of
 the memory plan (``passes.plan_memory``: a buffer is reused once every reader of its
 previous value has run); they are allocated on the first call and kept, like the
 kernels' scratch space and the program's constants. Outputs get fresh device arrays on
@@ -18,11 +20,11 @@ import warnings
 
 import numpy as np
 
-from ...ir.core import Literal
-from . import cublas, device
+from ...ir.core import Literal, Var
+from . import control, cublas, device
 from .loader import compile_kernel, load_module
 from .options import simulating
-from .program import CudaProgram
+from .program import Block, ControlStep, CudaProgram
 
 try:  # the memory planner is a pass; without it every intermediate gets its own buffer
     from ...passes import plan_memory
@@ -44,17 +46,17 @@ class CudaExecutable:
         if program.module_name not in _COMPILED:
             module, in_file = load_module(program.module_name, program.source)
             kernels, epilogues = [], {}
-            for index, step in enumerate(program.steps):
+            for step in program.kernels:
                 kernels.append(
                     compile_kernel(getattr(module, step.kernel.name), step.kernel, in_file)
                 )
                 plan = step.kernel.cublas
                 if plan is not None and plan.epilogue is not None:
                     function = getattr(module, plan.epilogue.name)
-                    epilogues[index] = compile_kernel(function, plan.epilogue, in_file)
+                    epilogues[step.number] = compile_kernel(function, plan.epilogue, in_file)
             _COMPILED[program.module_name] = kernels, epilogues
         self.kernels, self.epilogues = _COMPILED[program.module_name]
-        self.buffer_of, self.buffers = _plan(program)
+        self._plans = {id(block): _plan(block) for block in _blocks(program.block)}
         self._workspace = None  # planned buffers, scratch and constants, on first call
         self._launchers = None
 
@@ -65,32 +67,58 @@ class CudaExecutable:
         stream = cuda.default_stream()
         if self._workspace is None:
             self._allocate(stream)
-        jaxpr = self.program.jaxpr
-        env = dict(self._constants)
-        for var, arg in zip(jaxpr.invars, args, strict=True):
-            env[var] = device.device_input(arg, var.aval, stream)
-        outvars = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
+        block = self.program.block
+        inputs = [
+            device.device_input(arg, var.aval, stream)
+            for var, arg in zip(block.jaxpr.invars, args, strict=True)
+        ]
         with _quiet_simulator():
-            for index, step in enumerate(self.program.steps):
-                for var in step.outputs:
-                    if var in outvars or var not in self.buffer_of:
-                        env[var] = device.device_empty(var.aval.size, var.aval.dtype, stream)
-                    else:
-                        env[var] = self._workspace[self.buffer_of[var]]
-                self._run(index, step, env, stream)
+            results = self.run_block(block, inputs, stream, self._constants)
+        for k, atom in enumerate(block.jaxpr.outvars):
+            if isinstance(atom, Var) and atom in self._constants:
+                # The caller may write into a result: not into the program's constants.
+                results[k] = device.device_copy(results[k], stream)
         return [
-            self._result(atom, aval, env, stream)
-            for atom, aval in zip(jaxpr.outvars, self.program.out_avals, strict=True)
+            result.reshape(aval.shape)
+            for result, aval in zip(results, self.program.out_avals, strict=True)
         ]
 
-    def _run(self, index, step, env, stream) -> None:
+    def run_block(self, block, inputs: list, stream, env=None) -> list:
+        """Launch ``block``'s steps on flat device ``inputs``; its flat results. An output
+        is a fresh array, or (when the block passes it through) one of the inputs."""
+        env = dict(env or {})
+        env.update(zip(block.jaxpr.invars, inputs, strict=True))
+        buffer_of, _ = self._plans[id(block)]
+        workspace = self._workspace[id(block)]
+        outvars = {v for v in block.jaxpr.outvars if not isinstance(v, Literal)}
+        for step in block.steps:
+            if isinstance(step, ControlStep):
+                operands = [self.read(env, atom, stream) for atom in step.inputs]
+                results = control.RUNNERS[step.eqn.prim.name](self, step, operands, stream)
+                env.update(zip(step.outputs, results, strict=True))
+                continue
+            for var in step.outputs:
+                if var in outvars or var not in buffer_of:
+                    env[var] = device.device_empty(var.aval.size, var.aval.dtype, stream)
+                else:
+                    env[var] = workspace[buffer_of[var]]
+            self._launch(step, env, stream)
+        return [self.read(env, atom, stream) for atom in block.jaxpr.outvars]
+
+    def read(self, env, atom, stream):
+        """The flat device array of a variable, or of a literal (a new constant)."""
+        if isinstance(atom, Literal):
+            return device.device_constant(atom.val, atom.aval, stream).reshape(atom.aval.size)
+        return env[atom]
+
+    def _launch(self, step, env, stream) -> None:
         kernel = step.kernel
         for source, target in kernel.copies:
             env[step.outputs[target]].copy_to_device(env[step.inputs[source]], stream=stream)
         if kernel.cublas is not None:
             inputs = [env.get(atom) for atom in step.inputs]
             outputs = [env[var] for var in step.outputs]
-            cublas.run(kernel.cublas, inputs, outputs, self._epilogue_launchers.get(index))
+            cublas.run(kernel.cublas, inputs, outputs, self._epilogue_launchers.get(step.number))
             return
         if not kernel.launch:
             return
@@ -101,24 +129,22 @@ class CudaExecutable:
             elif param.role == "out":
                 arrays.append(env[step.outputs[param.position]])
             else:
-                arrays.append(self._scratch[(index, param.name)])
-        self._launchers[index](*arrays)
-
-    def _result(self, atom, aval, env, stream):
-        if isinstance(atom, Literal):
-            return device.device_constant(atom.val, aval, stream)
-        return env[atom].reshape(aval.shape)
+                arrays.append(self._scratch[(step.number, param.name)])
+        self._launchers[step.number](*arrays)
 
     def _allocate(self, stream) -> None:
         from numba import cuda
 
-        self._workspace = [device.device_empty(b.size, b.dtype, stream) for b in self.buffers]
+        self._workspace = {
+            key: [device.device_empty(b.size, b.dtype, stream) for b in buffers]
+            for key, (_, buffers) in self._plans.items()
+        }
         self._scratch = {}
-        for index, step in enumerate(self.program.steps):
+        for step in self.program.kernels:
             for param in step.kernel.params:
                 if param.role == "scratch":
                     host = np.zeros(param.size, param.dtype)
-                    self._scratch[(index, param.name)] = cuda.to_device(host, stream=stream)
+                    self._scratch[(step.number, param.name)] = cuda.to_device(host, stream=stream)
         jaxpr = self.program.jaxpr
         self._constants = {
             var: device.device_input(value, var.aval, stream)
@@ -126,12 +152,12 @@ class CudaExecutable:
         }
         self._launchers = [
             kernel[step.kernel.grid, step.kernel.block, stream]
-            for kernel, step in zip(self.kernels, self.program.steps, strict=True)
+            for kernel, step in zip(self.kernels, self.program.kernels, strict=True)
         ]
         self._epilogue_launchers = {}
-        for index, epilogue in self.epilogues.items():
-            plan = self.program.steps[index].kernel.cublas.epilogue
-            self._epilogue_launchers[index] = epilogue[plan.grid, plan.block, stream]
+        for number, epilogue in self.epilogues.items():
+            plan = self.program.kernels[number].kernel.cublas.epilogue
+            self._epilogue_launchers[number] = epilogue[plan.grid, plan.block, stream]
 
 
 @contextlib.contextmanager
@@ -146,9 +172,27 @@ def _quiet_simulator():
         yield
 
 
-def _plan(program: CudaProgram):
-    """(var -> buffer index, buffers): the pass's plan, or one buffer per intermediate."""
-    jaxpr = program.jaxpr
+def _blocks(block: Block):
+    """``block`` and every block of its control flow, nested ones included."""
+    yield block
+    for step in block.steps:
+        if isinstance(step, ControlStep):
+            for body in step.bodies:
+                yield from _blocks(body)
+
+
+def _plan(block: Block):
+    """(var -> buffer index, buffers): the pass's plan, or one buffer per intermediate.
+
+    Values that flow into or out of control flow are left out (each gets an array of its
+    own): a branch or loop may return its operand as it is, so its result would share
+    the operand's buffer, which the plan hands on after the operand's last reader."""
+    jaxpr = block.jaxpr
+    unplanned = set(jaxpr.outvars)
+    for step in block.steps:
+        if isinstance(step, ControlStep):
+            unplanned.update(step.inputs)
+            unplanned.update(step.outputs)
     if plan_memory is not None:
         plan = plan_memory(jaxpr)
         for var, buffer in plan.buffer_of.items():
@@ -156,7 +200,7 @@ def _plan(program: CudaProgram):
             if held.size != var.aval.size or held.dtype != var.aval.dtype:
                 break  # not a plan of exact-type buffers: do without
         else:
-            return plan.buffer_of, plan.buffers
-    outvars = set(jaxpr.outvars)
-    intermediates = [v for e in jaxpr.eqns for v in e.outputs if v not in outvars]
+            kept = {v: b for v, b in plan.buffer_of.items() if v not in unplanned}
+            return kept, plan.buffers
+    intermediates = [v for e in jaxpr.eqns for v in e.outputs if v not in unplanned]
     return {v: k for k, v in enumerate(intermediates)}, [v.aval for v in intermediates]

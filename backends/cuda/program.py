@@ -4,12 +4,16 @@ The input is whatever ``passes.optimize`` made (kernel eqns, and control flow), 
 jaxpr when the passes are not there: a plain eqn becomes a kernel of one op, a nested
 call (``jit_call``, ``checkpoint``, ``custom_vjp_call``) is spliced in. Reshapes between
 kernels cost nothing on the device (every buffer is flat and C-ordered), so a reshape
-kernel is dropped and its readers read its operand's buffer. Control flow raises a
-numbax error naming the op.
+kernel is dropped and its readers read its operand's buffer.
+
+Control flow (``cond``, ``while``, ``scan``) stays a step of its own whose sub-jaxprs
+become blocks of steps in turn: the host runs the branch or the loop and launches each
+body's kernels (``control``), so a 1000-step loop is one body compiled once.
 
 Each kernel gets a generator by what it contains (a contraction, reductions, a scatter,
 a cumsum, or only elementwise and data-movement ops) and becomes one ``cuda.jit``
-function in one module, named after the user's function and commented with its jaxpr.
+function in one module (every block's kernels together), named after the user's
+function and commented with its jaxpr.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import re
 from dataclasses import dataclass
 
 from ...ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ...ir.errors import UnsupportedOnBackendError, at_line
 from ...ir.higher_order import kernel_p
 from ...ir.primitive import Pattern
 from .contraction import contraction_kernel
@@ -56,10 +59,12 @@ _KIND_OF_PATTERN = {
 
 @dataclass
 class Step:
-    """One kernel of the program: its eqn (top-level operands) and generated source."""
+    """One kernel of the program: its eqn (its block's operands), generated source, and
+    ``number``, its position among all the program's kernels."""
 
     eqn: Eqn
     kernel: KernelSource
+    number: int
 
     @property
     def inputs(self) -> list:
@@ -71,13 +76,50 @@ class Step:
 
 
 @dataclass
+class ControlStep:
+    """A ``cond``, ``while`` or ``scan`` eqn, run by the host: ``bodies`` are its
+    sub-jaxprs' blocks, in ``control_bodies`` order."""
+
+    eqn: Eqn
+    bodies: list[Block]
+
+    @property
+    def inputs(self) -> list:
+        return self.eqn.inputs
+
+    @property
+    def outputs(self) -> list:
+        return self.eqn.outputs
+
+
+@dataclass
+class Block:
+    """A jaxpr as steps: the top level of the program, or a body of its control flow."""
+
+    jaxpr: Jaxpr  # kernel and control eqns only, reshapes dropped
+    out_avals: list  # the declared output types (an output may be a view of a buffer)
+    steps: list[Step | ControlStep]
+
+
+@dataclass
 class CudaProgram:
     name: str
-    jaxpr: Jaxpr  # top level: kernel eqns only, reshapes dropped
+    block: Block  # the top level
     consts: list
-    out_avals: list  # the declared output types (an output may be a view of a buffer)
-    steps: list[Step]
+    kernels: list[Step]  # every block's kernels, by number
     source: str  # the whole module
+
+    @property
+    def jaxpr(self) -> Jaxpr:
+        return self.block.jaxpr
+
+    @property
+    def steps(self) -> list[Step | ControlStep]:
+        return self.block.steps
+
+    @property
+    def out_avals(self) -> list:
+        return self.block.out_avals
 
     @property
     def module_name(self) -> str:
@@ -91,18 +133,37 @@ def _identifier(text: str) -> str:
 
 
 def build_program(closed: ClosedJaxpr, name: str, options: CudaOptions) -> CudaProgram:
-    jaxpr = inline_calls(closed.jaxpr)
+    kernels: list[Step] = []
+    block = build_block(closed.jaxpr, name, options, kernels)
+    sources = [MODULE_HEADER.format(name=name)]
+    for step in kernels:
+        sources.append(step.kernel.source)
+        if step.kernel.cublas is not None and step.kernel.cublas.epilogue is not None:
+            sources.append(step.kernel.cublas.epilogue.source)
+    source = "\n\n".join(sources)
+    return CudaProgram(name, block, list(closed.consts), kernels, source)
+
+
+def build_block(jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Step]) -> Block:
+    """``jaxpr``'s steps; each new kernel is appended to ``kernels`` (numbered there)."""
+    jaxpr = inline_calls(jaxpr)
     eqns = [_as_kernel(eqn) for eqn in jaxpr.eqns]
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
     out_avals = [v.aval for v in jaxpr.outvars]
     jaxpr = drop_views(jaxpr)
-    steps: list[Step] = []
+    steps: list[Step | ControlStep] = []
 
     def add(eqn):
-        kernel_name = _identifier(f"{name}_{len(steps)}_{eqn.params['name']}")
-        steps.append(Step(eqn, generate(eqn, kernel_name, options)))
+        kernel_name = _identifier(f"{name}_{len(kernels)}_{eqn.params['name']}")
+        step = Step(eqn, generate(eqn, kernel_name, options), len(kernels))
+        kernels.append(step)
+        steps.append(step)
 
     for eqn in jaxpr.eqns:
+        if eqn.prim is not kernel_p:
+            bodies = [build_block(body, name, options, kernels) for body in control_bodies(eqn)]
+            steps.append(ControlStep(eqn, bodies))
+            continue
         try:
             add(eqn)
         except CodegenError as error:
@@ -112,14 +173,18 @@ def build_program(closed: ClosedJaxpr, name: str, options: CudaOptions) -> CudaP
             for part in split_kernel(eqn):
                 add(part)
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, [step.eqn for step in steps], jaxpr.outvars)
-    header = MODULE_HEADER.format(name=name)
-    sources = [header]
-    for step in steps:
-        sources.append(step.kernel.source)
-        if step.kernel.cublas is not None and step.kernel.cublas.epilogue is not None:
-            sources.append(step.kernel.cublas.epilogue.source)
-    source = "\n\n".join(sources)
-    return CudaProgram(name, jaxpr, list(closed.consts), out_avals, steps, source)
+    return Block(jaxpr, out_avals, steps)
+
+
+def control_bodies(eqn: Eqn) -> list[Jaxpr]:
+    """A control-flow eqn's sub-jaxprs: ``cond``'s branches, ``while``'s condition and
+    body, ``scan``'s body."""
+    p = eqn.params
+    if eqn.prim.name == "cond":
+        return list(p["branches"])
+    if eqn.prim.name == "while":
+        return [p["cond_jaxpr"], p["body_jaxpr"]]
+    return [p["jaxpr"]]  # scan
 
 
 def generate(eqn: Eqn, kernel_name: str, options: CudaOptions) -> KernelSource:
@@ -140,18 +205,6 @@ def generate(eqn: Eqn, kernel_name: str, options: CudaOptions) -> KernelSource:
     if "cumsum" in names:
         return cumsum_kernel(w, options, header)
     return map_kernel(w, options, header)
-
-
-def control_flow_error(eqn: Eqn) -> UnsupportedOnBackendError:
-    return UnsupportedOnBackendError(
-        at_line(
-            f"the cuda backend cannot compile `{eqn.prim.name}` yet: control flow "
-            "(cond, while_loop, fori_loop, scan) does not run on the GPU in this version. "
-            "Compile this function with jit(..., backend='cpu'), or write the loop in "
-            "Python outside the jitted function.",
-            eqn.source_info,
-        )
-    )
 
 
 def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
@@ -185,11 +238,9 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
 
 
 def _as_kernel(eqn: Eqn) -> Eqn:
-    """A kernel eqn as it is; a plain eqn as a kernel of one op; control flow refused."""
-    if eqn.prim is kernel_p:
-        return eqn
+    """A kernel or control-flow eqn as it is; a plain eqn as a kernel of one op."""
     if eqn.prim.pattern is Pattern.CONTROL:
-        raise control_flow_error(eqn)
+        return eqn  # kernels, and control flow (calls are spliced in by now)
     inputs = [a for a in eqn.inputs if isinstance(a, Var)]
     env = {v: Var(v.aval) for v in inputs}
     inner = eqn.replace(
@@ -218,6 +269,8 @@ def split_kernel(eqn: Eqn) -> list[Eqn]:
 
 def _view_of(eqn: Eqn):
     """The operand a kernel only reshapes (same elements, same order), else None."""
+    if eqn.prim is not kernel_p:
+        return None
     body = eqn.params["jaxpr"]
     if len(body.eqns) != 1 or body.eqns[0].prim.name not in _VIEWS:
         return None

@@ -24,7 +24,8 @@ def program_ptx(
     options: CudaOptions | None = None,
     cc=PTX_COMPUTE_CAPABILITY,
 ) -> list[tuple[str, str]]:
-    """``[(kernel name, PTX), ...]``, one per kernel of the compiled program."""
+    """``[(kernel name, PTX), ...]``, one per kernel of the compiled program (control-flow
+    bodies' kernels included)."""
     from . import CudaBackend
 
     if simulating():
@@ -32,7 +33,7 @@ def program_ptx(
     program = CudaBackend(options or CudaOptions.for_gpu()).lower(closed, name)
     module, _ = load_module(program.module_name, program.source)
     result = []
-    for step in program.steps:
+    for step in program.kernels:
         code = re.sub(r"#.*", "", step.kernel.source).replace(step.kernel.name, "kernel")
         key = (code, cc)
         if key not in _PTX:

@@ -298,16 +298,67 @@ def test_scatter_clamps_indices(rng):
 # --- the program as a whole -------------------------------------------------------------
 
 
-def test_control_flow_is_a_clear_error(rng):
-    from numbax import UnsupportedOnBackendError
-    from numbax.backends.cuda import CudaBackend
+def test_control_flow_runs_its_bodies_on_the_host(rng):
+    """cond, while and scan nested in each other, with consts, literal operands, reverse
+    and pytree carries, against the interpreter."""
 
-    def loop(x):
-        return numbax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+    def program(x, xs):
+        def step(carry, row):
+            h, n = carry
+            h = numbax.cond(row.sum() > 0, lambda v: np.tanh(v + row), lambda v: v * 0.5, h)
+            return (h, n + 1), (h * x).sum()
 
-    closed = numbax.make_jaxpr(loop)(normal(rng, 3))
-    with pytest.raises(UnsupportedOnBackendError, match="cannot compile `while`.*backend='cpu'"):
-        CudaBackend().compile(closed, "loop")
+        (h, n), sums = numbax.scan(step, (x, 0), xs, reverse=True)
+        h = numbax.while_loop(lambda v: np.abs(v).sum() < 50.0, lambda v: v * 2.0 + 0.25, h)
+        return h, n, sums
+
+    executable = run(program, normal(rng, 5), normal(rng, 7, 5))
+    program = executable.program
+    on_the_host = [step for step in program.steps if type(step).__name__ == "ControlStep"]
+    assert len(on_the_host) == 2  # the scan and the while loop; the kernels are in bodies
+    assert len(program.kernels) > len(program.steps) - len(on_the_host)
+
+
+def test_a_long_loop_compiles_its_body_once(rng):
+    def loop(steps):
+        def fn(x):
+            return numbax.fori_loop(0, steps, lambda i, c: np.sin(c) * 0.5 + x, x)
+
+        return fn
+
+    x = normal(rng, 3)
+    short = run(loop(3), x)
+    long = run(loop(300), x)
+    assert len(long.program.kernels) == len(short.program.kernels) <= 2
+    assert long.source.replace("300", "3") == short.source
+
+
+def test_a_value_a_branch_passes_through_keeps_its_buffer(rng):
+    """The cond returns its operand itself; the planner must not hand the operand's
+    buffer to a later kernel while the cond's result still lives in it."""
+
+    def passes_through(x):
+        a = np.exp(x) * 2.0
+        b = numbax.cond(a.sum() > 0, lambda v: v, lambda v: v * 3.0, a)
+        d = np.cumsum(np.sin(x * 3.0))  # a kernel of its own, writing a's size and dtype
+        return b + d
+
+    run(passes_through, normal(rng, 9))
+
+
+def test_a_scan_output_may_be_the_incoming_carry(rng):
+    # The backward pass of a scan emits exactly this: ys[t] = carry entering step t.
+    def carries(x):
+        return numbax.scan(lambda c, r: (c * 2.0 + r, c), x[0], x)
+
+    run(carries, normal(rng, 6))
+
+
+def test_an_empty_scan_returns_its_initial_carry(rng):
+    def empty(c, xs):
+        return numbax.scan(lambda c, x: (c + x, c * x), c, xs)
+
+    run(empty, normal(rng, 4), np.zeros((0, 4), np.float32))
 
 
 def test_a_kernel_beyond_the_generators_runs_split(rng):

@@ -1,9 +1,9 @@
 """Staged control flow: ``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``.
 
 Each program is checked against the same algorithm as a Python loop over NumPy, run
-eagerly (the primitives' reference implementations) and under ``jit`` on the
-interpreter; the IR side (printing, JSON, typecheck, shape rules) is checked on the
-jaxprs they produce.
+eagerly (the primitives' reference implementations) and under ``jit`` on every backend
+(the ``backend`` fixture: interpreter, CPU, and CUDA under the simulator); the IR side
+(printing, JSON, typecheck, shape rules) is checked on the jaxprs they produce.
 """
 
 from __future__ import annotations
@@ -23,12 +23,27 @@ def interpreted(fun, **kwargs):
     return numbax.jit(fun, backend="interpret", **kwargs)
 
 
-def both_ways(fun, *args, **kwargs):
-    """``fun(*args)`` eagerly and under jit; they must agree exactly."""
+def both_ways(fun, *args, backend=None):
+    """``fun(*args)`` eagerly and under jit on ``backend`` (the interpreter by default);
+    they must agree: exactly on the interpreter, which runs the same NumPy code, and to
+    rounding (compiled math functions may differ in the last ulp) on compiled backends.
+    """
     eager = fun(*args)
-    jitted = interpreted(fun, **kwargs)(*args)
-    numbax.tree_map(np.testing.assert_array_equal, eager, jitted)
+    if backend is None:
+        jitted = interpreted(fun)(*args)
+    else:
+        jitted = backend.to_host(numbax.jit(fun, backend=backend)(*args))
+    if backend is None or not backend.compiled:
+        numbax.tree_map(np.testing.assert_array_equal, eager, jitted)
+    else:
+        numbax.tree_map(_assert_close, eager, jitted)
     return jitted
+
+
+def _assert_close(expected, actual):
+    actual = np.asarray(actual)
+    assert actual.dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=0)
 
 
 def prim_names(jaxpr: Jaxpr) -> list[str]:
@@ -51,13 +66,13 @@ def relu_or_square(x):
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0], ids=["true_branch", "false_branch"])
-def test_cond_takes_both_branches(sign):
+def test_cond_takes_both_branches(sign, backend):
     x = sign * np.array([0.5, 2.0, -0.25])
     expected = x * x if x.sum() > 0 else np.maximum(x, 0.0) - 1.0
-    np.testing.assert_allclose(both_ways(relu_or_square, x), expected)
+    np.testing.assert_allclose(both_ways(relu_or_square, x, backend=backend), expected)
 
 
-def test_cond_operands_and_results_are_pytrees_and_closures_are_captured():
+def test_cond_operands_and_results_are_pytrees_and_closures_are_captured(backend):
     scale = np.float64(3.0)
 
     def fn(pred, pair):
@@ -70,7 +85,7 @@ def test_cond_operands_and_results_are_pytrees_and_closures_are_captured():
 
     pair = (np.arange(3.0), np.ones(3))
     for pred in (True, False):
-        out = both_ways(fn, np.bool_(pred), pair)
+        out = both_ways(fn, np.bool_(pred), pair, backend=backend)
         np.testing.assert_allclose(out["sum"], pair[0] + pair[1] * 3 if pred else pair[0] - 1)
         np.testing.assert_allclose(out["first"], pair[0] if pred else pair[1])
 
@@ -86,12 +101,12 @@ def test_cond_python_scalar_branch_output_takes_the_other_branch_dtype():
     assert out.dtype == np.float32 and out == 0
 
 
-def test_switch_picks_and_clamps_the_index():
+def test_switch_picks_and_clamps_the_index(backend):
     branches = [lambda x: x + 1, lambda x: x * 10, lambda x: -x]
-    fn = interpreted(lambda i, x: numbax.switch(i, branches, x))
+    fn = numbax.jit(lambda i, x: numbax.switch(i, branches, x), backend=backend)
     x = np.arange(3.0)
     for index, expected in [(0, x + 1), (1, x * 10), (2, -x), (7, -x), (-3, x + 1)]:
-        np.testing.assert_array_equal(fn(np.int32(index), x), expected)
+        np.testing.assert_array_equal(backend.to_host(fn(np.int32(index), x)), expected)
 
 
 def test_cond_branch_type_mismatch_names_both_types_and_the_line():
@@ -125,12 +140,12 @@ def newton_sqrt(a):
     return numbax.while_loop(keep_going, improve, (a, 0))
 
 
-def test_newton_sqrt_with_while_loop():
+def test_newton_sqrt_with_while_loop(backend):
     a = np.float64(10.0)
     x, steps = a, 0
     while abs(x * x - a) > 1e-12 * a and steps < 50:
         x, steps = 0.5 * (x + a / x), steps + 1
-    root, count = both_ways(newton_sqrt, a)
+    root, count = both_ways(newton_sqrt, a, backend=backend)
     assert root == x and count == steps
     np.testing.assert_allclose(root, np.sqrt(10.0), rtol=1e-12)
 
@@ -145,11 +160,11 @@ def collatz_like(x, limit):
     return numbax.while_loop(lambda s: (s[0] != 1) & (s[1] < limit), body, (x, np.int64(0)))
 
 
-def test_cond_nested_in_while_loop():
+def test_cond_nested_in_while_loop(backend):
     n, steps = 27, 0
     while n != 1 and steps < 200:
         n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
-    out = both_ways(collatz_like, np.int64(27), np.int64(200))
+    out = both_ways(collatz_like, np.int64(27), np.int64(200), backend=backend)
     assert out == (n, steps)
     assert prim_names(numbax.make_jaxpr(collatz_like)(np.int64(27), np.int64(9)).jaxpr)[0] == (
         "while"
@@ -172,13 +187,13 @@ def test_while_cond_must_return_a_bool_scalar():
 # ------------------------------------------------------------------------- scan
 
 
-def test_cumulative_sum_with_scan():
+def test_cumulative_sum_with_scan(backend):
     xs = np.arange(1.0, 7.0).reshape(3, 2)
 
     def cumulative(xs):
         return numbax.scan(lambda total, x: (total + x, total + x), np.zeros(2), xs)
 
-    total, partial = both_ways(cumulative, xs)
+    total, partial = both_ways(cumulative, xs, backend=backend)
     np.testing.assert_array_equal(partial, np.cumsum(xs, axis=0))
     np.testing.assert_array_equal(total, xs.sum(0))
 
@@ -193,19 +208,19 @@ def rnn(params, h0, xs):
     return numbax.scan(cell, h0, xs)
 
 
-def test_rnn_cell_with_scan(rng):
+def test_rnn_cell_with_scan(rng, backend):
     params = (rng.normal(size=(4, 4)), rng.normal(size=(3, 4)), rng.normal(size=4))
     h0, xs = np.zeros(4), rng.normal(size=(5, 3))
     h, sums = h0, []
     for x in xs:
         h = np.tanh(h @ params[0] + x @ params[1] + params[2])
         sums.append(h.sum())
-    final, ys = both_ways(rnn, params, h0, xs)
+    final, ys = both_ways(rnn, params, h0, xs, backend=backend)
     np.testing.assert_allclose(final, h, rtol=1e-12)
     np.testing.assert_allclose(ys, sums, rtol=1e-12)
 
 
-def test_scan_reverse_length_and_pytree_xs():
+def test_scan_reverse_length_and_pytree_xs(backend):
     xs = {"a": np.arange(4.0), "b": np.arange(8.0).reshape(4, 2)}
 
     def fn(xs):
@@ -213,7 +228,7 @@ def test_scan_reverse_length_and_pytree_xs():
             lambda c, x: (c * 2 + x["a"], (c, x["b"].sum())), np.float64(0), xs, reverse=True
         )
 
-    carry, (cs, sums) = both_ways(fn, xs)
+    carry, (cs, sums) = both_ways(fn, xs, backend=backend)
     expected_c, expected_cs = 0.0, [0.0] * 4
     for i in reversed(range(4)):
         expected_cs[i] = expected_c
@@ -233,7 +248,7 @@ def test_scan_must_return_a_pair():
 # --------------------------------------------------------------------- fori_loop
 
 
-def test_fori_loop_with_a_pytree_carry():
+def test_fori_loop_with_a_pytree_carry(backend):
     def fn(x):
         def body(i, carry):
             return {"total": carry["total"] + x * i, "count": carry["count"] + 1}
@@ -241,7 +256,7 @@ def test_fori_loop_with_a_pytree_carry():
         return numbax.fori_loop(2, 7, body, {"total": np.zeros_like(x), "count": 0})
 
     x = np.array([1.0, -2.0], np.float32)
-    out = both_ways(fn, x)
+    out = both_ways(fn, x, backend=backend)
     np.testing.assert_array_equal(out["total"], x * sum(range(2, 7)))
     assert out["count"] == 5 and out["total"].dtype == np.float32
 
@@ -252,7 +267,7 @@ def test_fori_loop_weak_carry_takes_the_dtype_the_loop_computes_in():
     assert out.dtype == np.float32 and out == xs.sum()
 
 
-def test_jit_of_a_long_fori_loop_traces_the_body_once():
+def test_jit_of_a_long_fori_loop_traces_the_body_once(backend):
     calls = []
 
     def body(i, x):
@@ -262,7 +277,7 @@ def test_jit_of_a_long_fori_loop_traces_the_body_once():
     def run(steps):
         return lambda x: numbax.fori_loop(0, steps, body, x)
 
-    out = interpreted(run(1000))(np.float64(0.0))
+    out = backend.to_host(numbax.jit(run(1000), backend=backend)(np.float64(0.0)))
     assert len(calls) == 1
     x = 0.0
     for _ in range(1000):
@@ -274,12 +289,13 @@ def test_jit_of_a_long_fori_loop_traces_the_body_once():
     assert prim_names(long.jaxpr)[0] == "scan"  # static trip count: reverse-differentiable
 
 
-def test_fori_loop_with_traced_bounds_is_a_while_loop():
+def test_fori_loop_with_traced_bounds_is_a_while_loop(backend):
     fn = lambda n, x: numbax.fori_loop(0, n, lambda i, acc: acc + i * x, np.zeros_like(x))
     closed = numbax.make_jaxpr(fn)(np.int32(4), np.ones(2))
     assert "while" in prim_names(closed.jaxpr) and "scan" not in prim_names(closed.jaxpr)
-    np.testing.assert_array_equal(interpreted(fn)(np.int32(4), np.ones(2)), [6.0, 6.0])
-    np.testing.assert_array_equal(interpreted(fn)(np.int32(-1), np.ones(2)), [0.0, 0.0])
+    jitted = numbax.jit(fn, backend=backend)
+    for n, expected in [(4, [6.0, 6.0]), (-1, [0.0, 0.0])]:
+        np.testing.assert_array_equal(backend.to_host(jitted(np.int32(n), np.ones(2))), expected)
 
 
 def test_lax_namespace_has_jax_spelling():
