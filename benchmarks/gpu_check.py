@@ -17,7 +17,8 @@ stdout:
                libraries are installed.
 4. benchmarks  the device's own copy bandwidth (the ceiling), the elementwise chain
                (2^26 float32), row softmax and layer norm (8192x8192 float32), the float32
-               matmul (4096^3) and the MLP training step, against JAX, CuPy and PyTorch on
+               matmul (4096^3), the MLP training step and an RNN through scan (control
+               flow run by the host, forward and grad), against JAX, CuPy and PyTorch on
                the GPU when installed, with the workloads, timing and report of
                ``python -m benchmarks``.
 
@@ -44,7 +45,16 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPOSITORY_ROOT / "tests"
 
 PHASES = ("device", "corpus", "residency", "benchmarks")
-BENCHMARKS = ["bandwidth", "chain", "softmax", "layer_norm", "matmul", "mlp_step"]
+BENCHMARKS = [
+    "bandwidth",
+    "chain",
+    "softmax",
+    "layer_norm",
+    "matmul",
+    "mlp_step",
+    "rnn",
+    "rnn_grad",
+]
 # Sizes of the dry run: every code path at a size the simulator runs in seconds.
 TINY_SIZES = {
     "bandwidth": 1024,
@@ -54,6 +64,7 @@ TINY_SIZES = {
     "matmul": 9,
     "mlp": (6, 12, 8, 3),
     "grad": 50,
+    "rnn": (3, 5, 6, 4),
 }
 F32_TOLERANCE, F64_TOLERANCE = 1e-6, 1e-12
 WORKLOAD_RESERVE_S = 45  # a benchmark workload is started only with this much time left

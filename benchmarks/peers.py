@@ -20,6 +20,7 @@ import numpy as np
 
 from . import cold_start
 from .implementation import Implementation, PeerUnavailable, bind, fresh_compiles, skipped
+from .programs import python_scan
 from .workloads import Workload
 
 
@@ -91,6 +92,11 @@ class NumbaxPeer:
             ]
         if workload.style == "train_step":
             return [row("numbax", lambda: self.jit(bind(program, _xnp(), _numbax().grad)))]
+        if workload.style == "scan":
+            return [row("numbax", lambda: self.jit(bind(program, _xnp(), _numbax().scan)))]
+        if workload.style == "scan_grad":
+            loss = lambda: bind(program, _xnp(), _numbax().scan)
+            return [row("numbax jit(grad)", lambda: self.jit(_numbax().grad(loss())))]
         if workload.style == "compile":
             return [row("numbax", lambda: fresh_compiles(lambda c: self.jit(program(_xnp(), c))))]
         if workload.style == "cold_start":
@@ -118,7 +124,9 @@ class NumPyPeer:
     def implement(self, workload: Workload) -> list[Implementation]:
         if workload.style == "forward":
             return [Implementation("numpy", lambda: bind(workload.program, np))]
-        if workload.style in ("grad", "train_step"):
+        if workload.style == "scan":
+            return [Implementation("numpy", lambda: bind(workload.program, np, python_scan))]
+        if workload.style in ("grad", "train_step", "scan_grad"):
             return [Implementation("numpy", lambda: bind(workload.by_hand, np))]
         if workload.style == "copy":
             return [Implementation("numpy", lambda: _copy_into(np.copyto))]
@@ -214,6 +222,10 @@ class JaxPeer:
             return [row(lambda: jax.jit(jax.grad(bind(program, jnp))))]
         if workload.style == "train_step":
             return [row(lambda: jax.jit(bind(program, jnp, jax.grad)))]
+        if workload.style == "scan":
+            return [row(lambda: jax.jit(bind(program, jnp, jax.lax.scan)))]
+        if workload.style == "scan_grad":
+            return [row(lambda: jax.jit(jax.grad(bind(program, jnp, jax.lax.scan))))]
         if workload.style == "compile":
             return [row(lambda: fresh_compiles(lambda c: jax.jit(program(jnp, c))))]
         if workload.style == "cold_start":
@@ -244,7 +256,9 @@ class CuPyPeer:
 
         if workload.style == "forward":
             return [row(lambda: bind(workload.program, cp))]
-        if workload.style in ("grad", "train_step"):
+        if workload.style == "scan":
+            return [row(lambda: bind(workload.program, cp, python_scan))]
+        if workload.style in ("grad", "train_step", "scan_grad"):
             return [row(lambda: bind(workload.by_hand, cp))]
         if workload.style == "copy":
             return [row(lambda: _copy_into(cp.copyto))]
@@ -281,7 +295,9 @@ class TorchPeer:
 
         if workload.style == "forward":
             return [row(lambda: bind(workload.program, self.xp))]
-        if workload.style in ("grad", "train_step"):
+        if workload.style == "scan":
+            return [row(lambda: bind(workload.program, self.xp, python_scan))]
+        if workload.style in ("grad", "train_step", "scan_grad"):
             return [row(lambda: bind(workload.by_hand, self.xp))]
         if workload.style == "copy":
             return [row(lambda: lambda src, dst: dst.copy_(src))]

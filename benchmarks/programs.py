@@ -90,6 +90,46 @@ def sin_x_squared_sum_grad_by_hand(xp, x):
     return xp.cos(x) * x**2 + 2 * x * xp.sin(x)
 
 
+def python_scan(f, init, xs):
+    """`scan` as a Python loop over the rows of `xs`, for libraries without one (NumPy,
+    CuPy, PyTorch). The per-step outputs are dropped: the programs here return None."""
+    carry = init
+    for x in xs:
+        carry, _ = f(carry, x)
+    return carry, None
+
+
+def rnn_loss(xp, scan, params, h0, xs):
+    """A tanh RNN run over the time steps of `xs` with the library's `scan`; the squared
+    norm of its final state."""
+    w, u, b = params
+
+    def cell(h, x):
+        return xp.tanh(h @ w + x @ u + b), None
+
+    h, _ = scan(cell, h0, xs)
+    return xp.sum(h * h)
+
+
+def rnn_loss_grad_by_hand(xp, params, h0, xs):
+    """The gradient of `rnn_loss` with respect to `params`: backpropagation through time,
+    the forward states kept, the backward loop written out."""
+    w, u, b = params
+    states = [h0]
+    for x in xs:
+        states.append(xp.tanh(states[-1] @ w + x @ u + b))
+    d_h = 2.0 * states[-1]
+    d_w, d_u, d_b = xp.zeros_like(w), xp.zeros_like(u), xp.zeros_like(b)
+    for t in range(len(xs) - 1, -1, -1):
+        h = states[t + 1]
+        d_pre = d_h * (1.0 - h * h)
+        d_w = d_w + states[t].T @ d_pre
+        d_u = d_u + xs[t].T @ d_pre
+        d_b = d_b + xp.sum(d_pre, axis=0)
+        d_h = d_pre @ w.T
+    return d_w, d_u, d_b
+
+
 def add_one(xp, x):
     return x + 1
 

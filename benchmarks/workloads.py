@@ -20,6 +20,9 @@ from .programs import (
     matmul_bias_relu,
     mlp_sgd_step,
     mlp_sgd_step_by_hand,
+    python_scan,
+    rnn_loss,
+    rnn_loss_grad_by_hand,
     sin_x_squared_sum,
     sin_x_squared_sum_grad_by_hand,
     softmax,
@@ -106,6 +109,10 @@ class Workload:
       forward     jit(program(xp, *inputs))
       grad        jit(grad(program)) of a scalar program; `by_hand` is the derivative
       train_step  jit(program(xp, grad, *inputs)); `by_hand` has the backward written out
+      scan        jit(program(xp, scan, *inputs)) with the library's `scan` (a Python loop
+                  where it has none)
+      scan_grad   jit(grad(program(xp, scan, ...))) with respect to the first input;
+                  `by_hand` is the derivative (backpropagation through time)
       compile     each call compiles and runs a new `program(xp, constant)` (a factory)
       cold_start  each call is a new Python process that compiles `program` with a warm cache
       copy        the memory-bandwidth ceiling: copy inputs[0] into inputs[1]
@@ -128,8 +135,10 @@ class Workload:
 
     def reference(self):
         """NumPy's answer, the oracle every implementation must match."""
-        if self.style in ("grad", "train_step"):
+        if self.style in ("grad", "train_step", "scan_grad"):
             return self.by_hand(np, *self.inputs)
+        if self.style == "scan":
+            return self.program(np, python_scan, *self.inputs)
         if self.style == "compile":
             return self.program(np, compile_constant(0))(*self.inputs)
         if self.style == "cold_start":
@@ -154,6 +163,8 @@ SIZES = {
     "matmul": {"quick": 128, "gpu": 4096},
     "mlp": {"quick": (64, 784, 128, 10), "cpu": (256, 784, 512, 10), "gpu": (256, 784, 512, 10)},
     "grad": {"quick": 10_000, "cpu": 1_000_000, "gpu": 1_000_000},
+    # batch, inputs, hidden units, time steps
+    "rnn": {"quick": (8, 16, 32, 10), "cpu": (32, 64, 128, 100), "gpu": (256, 256, 512, 100)},
 }
 
 FLOAT32_BYTES = 4
@@ -306,6 +317,51 @@ def grad_workload(scale: str, rng) -> Workload:
     )
 
 
+def _rnn_inputs(scale: str, rng):
+    batch, n_in, n_hidden, steps = SIZES["rnn"][scale]
+    # Recurrent weights of spectral radius ~0.9 keep the states and gradients in range.
+    w = rng.standard_normal((n_hidden, n_hidden), dtype=np.float32)
+    w *= np.float32(0.9 / np.sqrt(n_hidden))
+    u = rng.standard_normal((n_in, n_hidden), dtype=np.float32) * np.float32(1 / np.sqrt(n_in))
+    b = rng.standard_normal(n_hidden, dtype=np.float32) * np.float32(0.1)
+    h0 = np.zeros((batch, n_hidden), np.float32)
+    xs = rng.standard_normal((steps, batch, n_in), dtype=np.float32)
+    size = f"{steps} steps, batch {batch}, {n_in} in, {n_hidden} hidden, float32"
+    flops = 2 * steps * batch * (n_hidden * n_hidden + n_in * n_hidden)
+    return (w, u, b), h0, xs, size, flops
+
+
+def rnn_workload(scale: str, rng) -> Workload:
+    params, h0, xs, size, flops = _rnn_inputs(scale, rng)
+    return Workload(
+        "rnn",
+        "RNN forward with scan: h = tanh(h W + x U + b) per step, loss = sum(h^2)",
+        size,
+        "scan",
+        rnn_loss,
+        (params, h0, xs),
+        flops=flops,
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+def rnn_grad_workload(scale: str, rng) -> Workload:
+    params, h0, xs, size, flops = _rnn_inputs(scale, rng)
+    return Workload(
+        "rnn_grad",
+        "grad of the RNN loss through scan (backpropagation through time)",
+        size,
+        "scan_grad",
+        rnn_loss,
+        (params, h0, xs),
+        by_hand=rnn_loss_grad_by_hand,
+        flops=3 * flops,  # the forward pass, and two products per step backward
+        rtol=1e-3,
+        atol=1e-3,
+    )
+
+
 def dispatch_workload(scale: str, rng) -> Workload:
     return Workload(
         "dispatch",
@@ -353,6 +409,8 @@ WORKLOAD_BUILDERS = {
     "matmul": matmul_workload,
     "mlp_step": mlp_workload,
     "grad": grad_workload,
+    "rnn": rnn_workload,
+    "rnn_grad": rnn_grad_workload,
     "dispatch": dispatch_workload,
     "compile": compile_workload,
     "cold_start": cold_start_workload,

@@ -11,7 +11,6 @@ between a carry and its initial value is safe.
 from __future__ import annotations
 
 from ...ir.core import Eqn, Jaxpr, Var
-from .loopnest import tuple_source
 from .scalar import dtype_source
 
 
@@ -93,9 +92,7 @@ def write_scan(writer, eqn: Eqn) -> None:
         writer, carries, [writer.array_of(a) for a in eqn.inputs[n_consts : n_consts + n_carry]]
     )
     for name, var in zip(ys, eqn.outputs[n_carry:], strict=True):
-        writer.emit(
-            f"{name} = np.empty({tuple_source(var.aval.shape)}, {dtype_source(var.aval.dtype)})"
-        )
+        writer.emit(*writer.new_array(name, var.aval.shape, var.aval.dtype))
     step = writer.fresh("step")
     order = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
     writer.emit(f"for {step} in {order}:")
@@ -107,10 +104,24 @@ def write_scan(writer, eqn: Eqn) -> None:
         # Store the ys before the carries move on: a y may be this step's incoming carry
         # (the backward pass of a scan reads exactly that).
         for y, result, var in zip(ys, results[n_carry:], jaxpr.outvars[n_carry:], strict=True):
-            rank0 = not var.aval.shape
-            writer.emit(f"{y}[{step}] = {result}[()]" if rank0 else f"{y}[{step}] = {result}")
+            _store_row(writer, y, step, result, var.aval.shape)
         _assign(writer, carries, results[:n_carry])
     _assign(writer, [writer.name(v) for v in eqn.outputs[:n_carry]], carries)
+
+
+def _store_row(writer, ys: str, step: str, result: str, shape) -> None:
+    """``ys[step] = result`` as a loop nest: LLVM vectorises it, where Numba's slice
+    assignment copies element by element through a generic strided path."""
+    if not shape:
+        writer.emit(f"{ys}[{step}] = {result}[()]")
+        return
+    row = writer.fresh(f"{ys}_row")
+    writer.emit(f"{row} = {ys}[{step}]")
+    indices = [writer.fresh("i") for _ in shape]
+    for depth, (index, size) in enumerate(zip(indices, shape, strict=True)):
+        writer.emit(f"{'    ' * depth}for {index} in range({size}):")
+    at = ", ".join(indices)
+    writer.emit(f"{'    ' * len(shape)}{row}[{at}] = {result}[{at}]")
 
 
 def _slice(writer, xs: str, step: str, var: Var) -> str:
