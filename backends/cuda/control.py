@@ -11,11 +11,41 @@ row, device to device, from each step's results, before the carries move on.
 Reading a branch index or a loop condition waits for the kernels before it: that is the
 price of a data-dependent branch or trip count run by the host. A ``scan`` (and so a
 ``fori_loop`` with static bounds) never waits.
+
+A loop body's results are new arrays every iteration, which would be a device
+allocation each (and Numba frees device memory in batches that wait for the GPU). So a
+loop keeps a ``Pool``: once an iteration has run, the arrays the body made in the
+iteration before (now dead: no result passes them through) are handed to the next one.
+Every launch is on one stream, so a kernel that writes a recycled array runs after the
+kernels that read it.
 """
 
 from __future__ import annotations
 
 from . import device
+
+
+class Pool:
+    """Device arrays a loop's body made and no longer needs, by (size, dtype)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.free: dict[tuple, list] = {}
+        self.made: set[int] = set()  # ids of the arrays this pool handed out
+
+    def take(self, size: int, dtype):
+        spare = self.free.get((size, dtype))
+        array = spare.pop() if spare else device.device_empty(size, dtype, self.stream)
+        self.made.add(id(array))
+        return array
+
+    def recycle(self, dead: list, alive: list) -> None:
+        """Take back the arrays of ``dead`` this pool made, except those in ``alive``."""
+        keep = {id(array) for array in alive}
+        for array in dead:
+            if id(array) in self.made and id(array) not in keep:
+                self.made.discard(id(array))
+                self.free.setdefault((array.size, array.dtype), []).append(array)
 
 
 def host_scalar(array):
@@ -37,11 +67,15 @@ def run_while(executable, step, operands: list, stream) -> list:
     body_consts = operands[p["cond_nconsts"] : split]
     carry = operands[split:]
     cond_block, body_block = step.bodies
+    pool = Pool(stream)
     while True:
-        (going,) = executable.run_block(cond_block, cond_consts + carry, stream)
+        (going,) = executable.run_block(cond_block, cond_consts + carry, stream, pool=pool)
         if not host_scalar(going):
             return carry
-        carry = executable.run_block(body_block, body_consts + carry, stream)
+        pool.recycle([going], carry)
+        results = executable.run_block(body_block, body_consts + carry, stream, pool=pool)
+        pool.recycle(carry, results)
+        carry = results
 
 
 def run_scan(executable, step, operands: list, stream) -> list:
@@ -56,12 +90,14 @@ def run_scan(executable, step, operands: list, stream) -> list:
     ys = [device.device_empty(var.aval.size, var.aval.dtype, stream) for var in ys_vars]
     y_sizes = [var.aval.size // length if length else 0 for var in ys_vars]
     order = range(length - 1, -1, -1) if p["reverse"] else range(length)
+    pool = Pool(stream)
     for i in order:
         rows = [x[i * n : (i + 1) * n] for x, n in zip(xs, x_sizes, strict=True)]
-        results = executable.run_block(body, consts + carry + rows, stream)
+        results = executable.run_block(body, consts + carry + rows, stream, pool=pool)
         for stacked, result, n in zip(ys, results[n_carry:], y_sizes, strict=True):
             if n:
                 stacked[i * n : (i + 1) * n].copy_to_device(result, stream=stream)
+        pool.recycle(carry + results[n_carry:], results[:n_carry])
         carry = results[:n_carry]
     return carry + ys
 

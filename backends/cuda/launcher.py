@@ -83,9 +83,10 @@ class CudaExecutable:
             for result, aval in zip(results, self.program.out_avals, strict=True)
         ]
 
-    def run_block(self, block, inputs: list, stream, env=None) -> list:
+    def run_block(self, block, inputs: list, stream, env=None, pool=None) -> list:
         """Launch ``block``'s steps on flat device ``inputs``; its flat results. An output
-        is a fresh array, or (when the block passes it through) one of the inputs."""
+        is a new array (from ``pool`` when given: a loop recycles its dead carries), or
+        (when the block passes it through) one of the inputs."""
         env = dict(env or {})
         env.update(zip(block.jaxpr.invars, inputs, strict=True))
         buffer_of, _ = self._plans[id(block)]
@@ -98,7 +99,9 @@ class CudaExecutable:
                 env.update(zip(step.outputs, results, strict=True))
                 continue
             for var in step.outputs:
-                if var in outvars or var not in buffer_of:
+                if var in outvars and pool is not None:
+                    env[var] = pool.take(var.aval.size, var.aval.dtype)
+                elif var in outvars or var not in buffer_of:
                     env[var] = device.device_empty(var.aval.size, var.aval.dtype, stream)
                 else:
                     env[var] = workspace[buffer_of[var]]

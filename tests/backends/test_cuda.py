@@ -354,6 +354,26 @@ def test_a_scan_output_may_be_the_incoming_carry(rng):
     run(carries, normal(rng, 6))
 
 
+def test_loops_recycle_only_dead_carries(rng):
+    """A body that swaps carries, passes one through, and returns its incoming carry as
+    a y: every array a later iteration overwrites must be dead by then."""
+
+    def shuffled(a, b, x):
+        def step(carry, row):
+            a, b, same = carry
+            return (b, a * 0.5 + row, same), (a, b * same)
+
+        carry, ys = numbax.scan(step, (a, b, x), np.stack([x, -x, x * 2.0, x + 1.0, x]))
+        swapped = numbax.while_loop(
+            lambda c: c[2].sum() < 40.0,
+            lambda c: (c[1], c[0] + 1.0, c[2] + c[0] * 0.0 + 1.0),
+            carry,
+        )
+        return carry, ys, swapped
+
+    run(shuffled, normal(rng, 6), normal(rng, 6), normal(rng, 6))
+
+
 def test_an_empty_scan_returns_its_initial_carry(rng):
     def empty(c, xs):
         return numbax.scan(lambda c, x: (c + x, c * x), c, xs)
