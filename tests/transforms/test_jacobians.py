@@ -154,3 +154,21 @@ def test_jacfwd_through_a_while_loop(inputs):
     got = jacfwd(f, argnums=(0, 1))(*inputs)
     for k in range(2):
         np.testing.assert_allclose(got[k], expected[k], rtol=1e-6, atol=1e-8)
+
+
+def _rnn_loss(w, u, xs):
+    def cell(h, x):
+        h = np.tanh(h @ w + x @ u)
+        return h, h.sum()
+
+    h, sums = numbax.scan(cell, np.zeros(w.shape[0]), xs)
+    return np.sum(h * h) + np.sum(sums * sums)
+
+
+def test_grad_of_an_rnn_loss_through_scan_equals_finite_differences(backend, rng):
+    w, u = 0.5 * rng.standard_normal((3, 3)), rng.standard_normal((2, 3))
+    xs = rng.standard_normal((5, 2))
+    expected = finite_difference_jacobian(_rnn_loss, [w, u, xs], [0, 1], 1e-6)[0]
+    staged = backend.to_host(jit(grad(_rnn_loss, argnums=(0, 1)), backend=backend)(w, u, xs))
+    for got, want in zip(staged, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
