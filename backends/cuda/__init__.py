@@ -8,8 +8,9 @@ The pipeline: ``passes.optimize`` fuses the program into kernels; ``program`` gi
 kernel a generator (``elementwise``, ``reduction``, ``contraction``, ``scatter``,
 ``cumsum``) that writes readable Python source, named after the user's function and
 commented with the eqns each line computes; ``loader`` compiles it with Numba;
-``launcher`` runs it with device-resident buffers. ``ptx`` compiles the same kernels to
-PTX for sm_90 without a GPU.
+``launcher`` runs it with device-resident buffers, and ``control`` runs ``cond``,
+``while`` and ``scan`` on the host, launching their bodies' kernels. ``ptx`` compiles the
+same kernels to PTX for sm_90 without a GPU.
 
 Tested without a GPU under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), where the
 same kernels run with small launch shapes and without warp shuffles (see ``options``).
