@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .ir import dtypes as _dtypes
 from .tracer.control_flow import cond, fori_loop, scan, switch, while_loop
+from .tracer.control_flow import map_rows as map
 from .tracer.lax import (
     abs,
     add,
@@ -80,7 +81,7 @@ __all__ = [
     "concatenate", "cond", "convert_element_type", "cos", "cumsum", "div", "dot_general",
     "dynamic_slice", "dynamic_update_slice", "eq", "exp", "expand_dims", "expm1", "floor",
     "fori_loop", "ge", "gt", "integer_pow", "iota", "le", "log", "log1p", "logistic", "lt",
-    "max", "min", "mul", "ne", "neg", "pow", "reduce_max", "reduce_min", "reduce_prod",
+    "map", "max", "min", "mul", "ne", "neg", "pow", "reduce_max", "reduce_min", "reduce_prod",
     "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan", "select", "sign", "sin", "slice",
     "sqrt", "squeeze", "stop_gradient", "sub", "switch", "tanh", "transpose", "while_loop",
 ]  # fmt: skip

@@ -306,6 +306,22 @@ def test_fori_loop_with_traced_bounds_is_a_while_loop(backend):
         np.testing.assert_array_equal(backend.to_host(jitted(np.int32(n), np.ones(2))), expected)
 
 
+def test_lax_map_stacks_a_function_of_each_row(backend):
+    xs = {"a": np.arange(6.0).reshape(3, 2), "b": np.array([1, -2, 3])}
+
+    def per_row(row):
+        return {"norm": np.sqrt(row["a"] @ row["a"]), "scaled": row["a"] * row["b"]}
+
+    def fn(xs):
+        return lax.map(per_row, xs)
+
+    out = both_ways(fn, xs, backend=backend)
+    expected = [per_row({"a": a, "b": b}) for a, b in zip(xs["a"], xs["b"], strict=True)]
+    np.testing.assert_allclose(out["norm"], [e["norm"] for e in expected], rtol=1e-15)
+    np.testing.assert_array_equal(out["scaled"], np.stack([e["scaled"] for e in expected]))
+    assert prim_names(numbax.make_jaxpr(fn)(xs).jaxpr).count("scan") == 1
+
+
 def test_lax_namespace_has_jax_spelling():
     assert lax.fori_loop(0, 3, lambda i, c: c + i, 0) == 3
     assert lax.cond is numbax.cond and lax.scan is numbax.scan
