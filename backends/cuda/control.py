@@ -1,6 +1,7 @@
-"""Control flow on the host, over device kernels: ``cond`` reads its branch index back
-and runs that branch's block; ``while`` reads its condition back before every
-iteration; ``scan`` runs its body once per row of its ``xs``.
+"""Control flow on the host, over device kernels, for branches and for the loops that do
+not fit one kernel of their own (``loop``): ``cond`` reads its branch index back and
+runs that branch's block; ``while`` reads its condition back before every iteration;
+``scan`` runs its body once per row of its ``xs``.
 
 Each body is a block of the one compiled program (``program.build_block``): its kernels
 were generated and compiled once, whatever the trip count. Values never change in

@@ -6,9 +6,11 @@ call (``jit_call``, ``checkpoint``, ``custom_vjp_call``) is spliced in. Reshapes
 kernels cost nothing on the device (every buffer is flat and C-ordered), so a reshape
 kernel is dropped and its readers read its operand's buffer.
 
-Control flow (``cond``, ``while``, ``scan``) stays a step of its own whose sub-jaxprs
-become blocks of steps in turn: the host runs the branch or the loop and launches each
-body's kernels (``control``), so a 1000-step loop is one body compiled once.
+Control flow (``cond``, ``while``, ``scan``): a loop whose body is elementwise over one
+shape becomes one kernel that runs the whole loop per element (``loop``). Anything else
+stays a step of its own whose sub-jaxprs become blocks of steps in turn: the host runs
+the branch or the loop and launches each body's kernels (``control``). Either way a
+1000-step loop is one body compiled once.
 
 Each kernel gets a generator by what it contains (a contraction, reductions, a scatter,
 a cumsum, or only elementwise and data-movement ops) and becomes one ``cuda.jit``
@@ -22,6 +24,7 @@ import hashlib
 import logging
 import re
 from dataclasses import dataclass
+from functools import partial
 
 from ...ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ...ir.higher_order import kernel_p
@@ -29,6 +32,7 @@ from ...ir.primitive import Pattern
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
 from .elementwise import map_kernel
+from .loop import element_shape, loop_kernel
 from .options import CudaOptions
 from .reducers import REDUCERS
 from .reduction import reduction_kernel
@@ -48,6 +52,7 @@ from numbax.backends.cuda.devicelib import libdevice
 
 # Calls whose ``jaxpr`` param computes the outputs from all the operands: spliced in.
 _INLINED = ("jit_call", "checkpoint", "custom_vjp_call")
+_SPLICED = (*_INLINED, "kernel")  # a loop body's kernels, all in one: see ``loop``
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 _KIND_OF_PATTERN = {
     Pattern.ELEMENTWISE: "elementwise",
@@ -153,14 +158,24 @@ def build_block(jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Ste
     jaxpr = drop_views(jaxpr)
     steps: list[Step | ControlStep] = []
 
-    def add(eqn):
-        kernel_name = _identifier(f"{name}_{len(kernels)}_{eqn.params['name']}")
-        step = Step(eqn, generate(eqn, kernel_name, options), len(kernels))
+    def add(eqn, kind=None, write=None):
+        kernel_name = _identifier(f"{name}_{len(kernels)}_{kind or eqn.params['name']}")
+        kernel = (write or generate)(eqn, kernel_name, options)
+        step = Step(eqn, kernel, len(kernels))
         kernels.append(step)
         steps.append(step)
 
     for eqn in jaxpr.eqns:
         if eqn.prim is not kernel_p:
+            spliced = [inline_calls(body, _SPLICED) for body in control_bodies(eqn)]
+            shape = element_shape(eqn, spliced)
+            if shape is not None:  # the whole loop, per element, in one kernel
+                write = partial(loop_kernel, bodies=spliced, shape=shape)
+                try:
+                    add(eqn, f"{eqn.prim.name}_loop", write)
+                    continue
+                except CodegenError as error:
+                    logger.info("numbax: %s; the host runs this loop", error)
             bodies = [build_block(body, name, options, kernels) for body in control_bodies(eqn)]
             steps.append(ControlStep(eqn, bodies))
             continue
@@ -207,9 +222,9 @@ def generate(eqn: Eqn, kernel_name: str, options: CudaOptions) -> KernelSource:
     return map_kernel(w, options, header)
 
 
-def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
-    """Splice nested calls' bodies in (fresh variables per call)."""
-    if not any(e.prim.name in _INLINED for e in jaxpr.eqns):
+def inline_calls(jaxpr: Jaxpr, calls=_INLINED) -> Jaxpr:
+    """Splice the bodies of nested ``calls`` in (fresh variables per call)."""
+    if not any(e.prim.name in calls for e in jaxpr.eqns):
         return jaxpr
     eqns: list[Eqn] = []
 
@@ -219,7 +234,7 @@ def inline_calls(jaxpr: Jaxpr) -> Jaxpr:
     def splice(body_eqns, env, fresh: bool):
         for eqn in body_eqns:
             inputs = [read(env, a) for a in eqn.inputs]
-            if eqn.prim.name in _INLINED:
+            if eqn.prim.name in calls:
                 body = eqn.params["jaxpr"]
                 inner = dict(zip(body.invars, inputs, strict=True))
                 splice(body.eqns, inner, True)

@@ -360,8 +360,8 @@ def test_loops_recycle_only_dead_carries(rng):
 
     def shuffled(a, b, x):
         def step(carry, row):
-            a, b, same = carry
-            return (b, a * 0.5 + row, same), (a, b * same)
+            a, b, same = carry  # the sum keeps this loop on the host (see loop.py)
+            return (b, a * 0.5 + row.sum(), same), (a, b * same)
 
         carry, ys = numbax.scan(step, (a, b, x), np.stack([x, -x, x * 2.0, x + 1.0, x]))
         swapped = numbax.while_loop(
@@ -372,6 +372,46 @@ def test_loops_recycle_only_dead_carries(rng):
         return carry, ys, swapped
 
     run(shuffled, normal(rng, 6), normal(rng, 6), normal(rng, 6))
+
+
+def _on_the_host(executable) -> int:
+    return sum(type(step).__name__ == "ControlStep" for step in executable.program.steps)
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_an_elementwise_loop_is_one_kernel(rng, reverse):
+    """Bodies of elementwise ops over one shape (and scalars, like the loop counter) run
+    as one kernel: each thread loops over its elements' carries."""
+
+    def loops(x, xs, n):
+        def step(carry, row):
+            h, k = carry
+            h = np.tanh(h * row + x) + k * 0.25
+            return (h, k + 1.0), (h - row, k)
+
+        (h, k), (ys, ks) = numbax.scan(step, (x, np.float32(0)), xs, reverse=reverse)
+        # A traced trip count: a while loop, with its counter a scalar carry.
+        counted = numbax.fori_loop(0, n, lambda i, c: np.sin(c) + i.astype(c.dtype), h)
+        return h, k, ys, ks, counted
+
+    executable = run(loops, normal(rng, 9), normal(rng, 5, 9), np.int32(3))
+    assert _on_the_host(executable) == 0
+    assert [step.kernel.name.endswith("loop") for step in executable.program.kernels] == [
+        True,
+        True,
+    ]
+
+
+def test_a_scalar_while_loop_never_waits_for_the_host():
+    def newton(a):
+        def going(state):
+            x, steps = state
+            return (np.abs(x * x - a) > 1e-12 * a) & (steps < 50)
+
+        return numbax.while_loop(going, lambda s: (0.5 * (s[0] + a / s[0]), s[1] + 1), (a, 0))
+
+    executable = run(newton, np.float64(10.0))
+    assert _on_the_host(executable) == 0
 
 
 def test_an_empty_scan_returns_its_initial_carry(rng):

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax.ir import Jaxpr
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 pytestmark = pytest.mark.skipif(SIMULATED, reason="PTX needs the real numba.cuda")
@@ -41,12 +40,18 @@ def expected_kernels(closed) -> int:
 
 
 def _count_kernels(jaxpr) -> int:
+    from numbax.backends.cuda.loop import element_shape
+    from numbax.backends.cuda.program import _SPLICED, control_bodies, inline_calls
+
     count = 0
     for eqn in jaxpr.eqns:
-        if eqn.prim.name != "kernel":
-            for value in eqn.params.values():  # control flow: its bodies' kernels
-                for sub in value if isinstance(value, tuple) else (value,):
-                    count += _count_kernels(sub) if isinstance(sub, Jaxpr) else 0
+        if eqn.prim.name != "kernel":  # control flow: one kernel, or its bodies' kernels
+            bodies = control_bodies(eqn)
+            spliced = [inline_calls(body, _SPLICED) for body in bodies]
+            if element_shape(eqn, spliced) is not None:
+                count += 1
+            else:
+                count += sum(_count_kernels(body) for body in bodies)
             continue
         body = eqn.params["jaxpr"]
         only_view = (
@@ -131,6 +136,14 @@ VARIANTS = {
         ["atom.global.add.f32"],
     ),  # fmt: skip
     "control_flow": (_control_flow, _arrays((4, 40), (6, 4, 40)), []),
+    "elementwise_loops": (
+        lambda x, xs, n: (
+            numbax.scan(lambda h, r: (np.tanh(h * r + x), h), x, xs),
+            numbax.fori_loop(0, n, lambda i, c: np.sin(c) * 0.5 + x, x),
+        ),
+        (*_arrays((4, 40), (6, 4, 40)), np.int32(5)),
+        [],
+    ),
     "scatter_serial": (
         lambda x, i, v: x.at[i].set(v),
         (np.ones((9, 4), F32), np.array([1, 1]), np.ones((2, 4), F32)),
