@@ -63,13 +63,8 @@ _KIND_OF_PATTERN = {
 
 
 @dataclass
-class Step:
-    """One kernel of the program: its eqn (its block's operands), generated source, and
-    ``number``, its position among all the program's kernels."""
-
-    eqn: Eqn
-    kernel: KernelSource
-    number: int
+class _EqnStep:
+    eqn: Eqn  # its operands are its block's variables
 
     @property
     def inputs(self) -> list:
@@ -81,20 +76,20 @@ class Step:
 
 
 @dataclass
-class ControlStep:
+class Step(_EqnStep):
+    """One kernel of the program: its eqn, generated source, and ``number``, its
+    position among all the program's kernels."""
+
+    kernel: KernelSource
+    number: int
+
+
+@dataclass
+class ControlStep(_EqnStep):
     """A ``cond``, ``while`` or ``scan`` eqn, run by the host: ``bodies`` are its
     sub-jaxprs' blocks, in ``control_bodies`` order."""
 
-    eqn: Eqn
     bodies: list[Block]
-
-    @property
-    def inputs(self) -> list:
-        return self.eqn.inputs
-
-    @property
-    def outputs(self) -> list:
-        return self.eqn.outputs
 
 
 @dataclass
