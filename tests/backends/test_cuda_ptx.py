@@ -144,6 +144,21 @@ VARIANTS = {
         (*_arrays((4, 40), (6, 4, 40)), np.int32(5)),
         [],
     ),
+    "loop_carries_of_every_dtype": (
+        lambda x, k: numbax.fori_loop(
+            0,
+            7,
+            lambda i, c: (
+                c[0] ^ (c[1] > 0.5),
+                c[1] * 0.5 + i,
+                c[2] // 2 + k,
+                c[3] * np.float32(1.5),
+            ),
+            (np.ones(x.shape, bool), x, k, np.float32(1)),
+        ),
+        (np.ones((3, 5)), np.ones((3, 5), np.int64)),
+        [],
+    ),
     "scatter_serial": (
         lambda x, i, v: x.at[i].set(v),
         (np.ones((9, 4), F32), np.array([1, 1]), np.ones((2, 4), F32)),
