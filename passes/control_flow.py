@@ -69,7 +69,7 @@ def _fold_cond(out: Rebuilder, eqn: Eqn, known: dict, counts: Counter) -> bool:
             return False
         counts["cond_index_folded"] += 1
         chosen = branches[int(np.clip(value, 0, len(branches) - 1))]
-    splice(out, fold_control_flow(chosen, {}, counts), operands, eqn.outputs)
+    out.splice(fold_control_flow(chosen, {}, counts), operands, eqn.outputs)
     return True
 
 
@@ -200,20 +200,3 @@ def _constant(atom: Atom, out: Rebuilder, known: dict, depth: int = 0):
     for var, value in zip(eqn.outputs, results, strict=True):
         known[var] = np.asarray(value, var.aval.dtype)
     return known[atom]
-
-
-def splice(out: Rebuilder, body: Jaxpr, inputs: list[Atom], outputs: list[Var]) -> None:
-    """Copy ``body``'s equations into ``out``, reading ``inputs`` for its invars and
-    defining ``outputs`` as its outvars. Every copied variable is fresh: the same body
-    may be spliced twice, and SSA needs every variable defined once."""
-    env: dict = dict(zip(body.invars, inputs, strict=True))
-
-    def read(atom):
-        return env.get(atom, atom) if isinstance(atom, Var) else atom
-
-    for eqn in body.eqns:
-        fresh = [Var(v.aval, v.suffix) for v in eqn.outputs]
-        env.update(zip(eqn.outputs, fresh, strict=True))
-        out.add(eqn.replace(inputs=[read(a) for a in eqn.inputs], outputs=fresh))
-    for var, atom in zip(outputs, body.outvars, strict=True):
-        out.alias(var, read(atom))

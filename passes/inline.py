@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..ir.core import ClosedJaxpr, Jaxpr
 from .rewrite import Rebuilder, map_subjaxprs
 
 INLINED = ("jit_call", "checkpoint", "custom_vjp_call", "kernel")
@@ -22,29 +22,16 @@ def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     return ClosedJaxpr(inline_calls(closed.jaxpr, counts), closed.consts), counts
 
 
-def inline_calls(jaxpr: Jaxpr, counts: Counter) -> Jaxpr:
+def inline_calls(jaxpr: Jaxpr, counts: Counter | None = None, calls=INLINED) -> Jaxpr:
+    """``jaxpr`` with the bodies of the ``calls`` among its eqns (and its sub-jaxprs'
+    eqns) spliced in; ``counts`` counts them by primitive."""
+    counts = Counter() if counts is None else counts
     out = Rebuilder()
     for eqn in jaxpr.eqns:
         eqn = out.substituted(eqn)
-        if eqn.prim.name in INLINED:
+        if eqn.prim.name in calls:
             counts[eqn.prim.name] += 1
-            _splice(out, inline_calls(eqn.params["jaxpr"], counts), eqn)
+            out.splice(inline_calls(eqn.params["jaxpr"], counts, calls), eqn.inputs, eqn.outputs)
         else:
-            out.add(map_subjaxprs(eqn, lambda sub: inline_calls(sub, counts)))
+            out.add(map_subjaxprs(eqn, lambda sub: inline_calls(sub, counts, calls)))
     return out.finish(jaxpr)
-
-
-def _splice(out: Rebuilder, body: Jaxpr, call: Eqn) -> None:
-    """Copy ``body``'s equations into ``out`` with fresh variables: the same function
-    may be called twice, and SSA needs every variable defined once."""
-    env: dict = dict(zip(body.invars, call.inputs, strict=True))
-
-    def read(atom):
-        return env.get(atom, atom) if isinstance(atom, Var) else atom
-
-    for eqn in body.eqns:
-        outputs = [Var(v.aval, v.suffix) for v in eqn.outputs]
-        env.update(zip(eqn.outputs, outputs, strict=True))
-        out.add(eqn.replace(inputs=[read(a) for a in eqn.inputs], outputs=outputs))
-    for var, atom in zip(call.outputs, body.outvars, strict=True):
-        out.alias(var, read(atom))

@@ -26,7 +26,6 @@ from collections import Counter
 
 from ..ir.core import Atom, ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern
-from .control_flow import splice
 from .rewrite import Rebuilder, map_subjaxprs, subjaxprs
 
 
@@ -101,7 +100,7 @@ def _hoist_from(out: Rebuilder, body: Jaxpr, consts: list[Atom], runs: bool, cou
     # the variables they defined become invars, bound to their outside copies.
     moved = Jaxpr([], body.invars[: len(consts)], hoisted, entering)
     outside = [Var(v.aval, v.suffix) for v in entering]
-    splice(out, moved, consts, outside)
+    out.splice(moved, consts, outside)
     new_consts = list(consts) + [out.read(v) for v in outside]
     num_old = len(consts)
     invars = body.invars[:num_old] + entering + body.invars[num_old:]

@@ -57,6 +57,22 @@ class Rebuilder:
     def alias(self, old: Var, atom: Atom) -> None:
         self.env[old] = atom
 
+    def splice(self, body: Jaxpr, inputs: list[Atom], outputs: list[Var]) -> None:
+        """Copy ``body``'s equations in, reading ``inputs`` for its invars and defining
+        ``outputs`` as its outvars. Every copied variable is fresh: the same body may be
+        spliced twice, and SSA needs every variable defined once."""
+        env: dict = dict(zip(body.invars, inputs, strict=True))
+
+        def read(atom):
+            return env.get(atom, atom) if isinstance(atom, Var) else atom
+
+        for eqn in body.eqns:
+            fresh = [Var(v.aval, v.suffix) for v in eqn.outputs]
+            env.update(zip(eqn.outputs, fresh, strict=True))
+            self.add(eqn.replace(inputs=[read(a) for a in eqn.inputs], outputs=fresh))
+        for var, atom in zip(outputs, body.outvars, strict=True):
+            self.alias(var, read(atom))
+
     def producer_of(self, atom: Atom) -> Eqn | None:
         return self.producer.get(atom) if isinstance(atom, Var) else None
 

@@ -19,14 +19,10 @@ same kernels run with small launch shapes and without warp shuffles (see ``optio
 from __future__ import annotations
 
 from ...ir.core import ClosedJaxpr
+from ...passes import optimize
 from .launcher import CudaExecutable
 from .options import CudaOptions
 from .program import CudaProgram, build_program
-
-try:  # the optimisation passes; without them every eqn is a kernel of its own
-    from ...passes import optimize
-except ImportError:  # pragma: no cover - only while the passes are being written
-    optimize = None
 
 __all__ = [
     "CudaBackend",
@@ -51,8 +47,7 @@ class CudaBackend:
 
     def lower(self, closed: ClosedJaxpr, name: str = "fn") -> CudaProgram:
         """The fused program and its generated kernels, not compiled."""
-        if optimize is not None:
-            closed, _ = optimize(closed, name=name)
+        closed, _ = optimize(closed, name=name)
         return build_program(closed, name, self.options)
 
     def compile(self, closed: ClosedJaxpr, name: str = "fn") -> CudaExecutable:

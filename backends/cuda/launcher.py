@@ -21,15 +21,11 @@ import warnings
 import numpy as np
 
 from ...ir.core import Literal, Var
+from ...passes import plan_memory
 from . import control, cublas, device
 from .loader import compile_kernel, load_module
 from .options import simulating
 from .program import Block, ControlStep, CudaProgram
-
-try:  # the memory planner is a pass; without it every intermediate gets its own buffer
-    from ...passes import plan_memory
-except ImportError:  # pragma: no cover - only while the passes are being written
-    plan_memory = None
 
 _COMPILED: dict = {}  # module name -> kernels, so equal programs compile once per process
 
@@ -185,7 +181,8 @@ def _blocks(block: Block):
 
 
 def _plan(block: Block):
-    """(var -> buffer index, buffers): the pass's plan, or one buffer per intermediate.
+    """(var -> buffer index, buffers): the pass's plan, or one buffer per intermediate
+    should the plan ever share a buffer between types.
 
     Values that flow into or out of control flow are left out (each gets an array of its
     own): a branch or loop may return its operand as it is, so its result would share
@@ -196,14 +193,13 @@ def _plan(block: Block):
         if isinstance(step, ControlStep):
             unplanned.update(step.inputs)
             unplanned.update(step.outputs)
-    if plan_memory is not None:
-        plan = plan_memory(jaxpr)
-        for var, buffer in plan.buffer_of.items():
-            held = plan.buffers[buffer]
-            if held.size != var.aval.size or held.dtype != var.aval.dtype:
-                break  # not a plan of exact-type buffers: do without
-        else:
-            kept = {v: b for v, b in plan.buffer_of.items() if v not in unplanned}
-            return kept, plan.buffers
+    plan = plan_memory(jaxpr)
+    for var, buffer in plan.buffer_of.items():
+        held = plan.buffers[buffer]
+        if held.size != var.aval.size or held.dtype != var.aval.dtype:
+            break  # not a plan of exact-type buffers: do without
+    else:
+        kept = {v: b for v, b in plan.buffer_of.items() if v not in unplanned}
+        return kept, plan.buffers
     intermediates = [v for e in jaxpr.eqns for v in e.outputs if v not in unplanned]
     return {v: k for k, v in enumerate(intermediates)}, [v.aval for v in intermediates]

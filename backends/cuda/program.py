@@ -1,8 +1,9 @@
 """From a fused jaxpr to the CUDA program: the kernels in order, and their module source.
 
 The input is whatever ``passes.optimize`` made (kernel eqns, and control flow), or any
-jaxpr when the passes are not there: a plain eqn becomes a kernel of one op, a nested
-call (``jit_call``, ``checkpoint``, ``custom_vjp_call``) is spliced in. Reshapes between
+unoptimised jaxpr (``build_program`` called directly): a plain eqn becomes a kernel of
+one op, a nested call (``jit_call``, ``checkpoint``, ``custom_vjp_call``) is spliced
+in (``passes.inline``). Reshapes between
 kernels cost nothing on the device (every buffer is flat and C-ordered), so a reshape
 kernel is dropped and its readers read its operand's buffer.
 
@@ -29,6 +30,7 @@ from functools import partial
 from ...ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ...ir.higher_order import kernel_p
 from ...ir.primitive import Pattern
+from ...passes.inline import inline_calls
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
 from .elementwise import map_kernel
@@ -51,8 +53,7 @@ from numbax.backends.cuda.devicelib import libdevice
 '''
 
 # Calls whose ``jaxpr`` param computes the outputs from all the operands: spliced in.
-_INLINED = ("jit_call", "checkpoint", "custom_vjp_call")
-_SPLICED = (*_INLINED, "kernel")  # a loop body's kernels, all in one: see ``loop``
+CALLS = ("jit_call", "checkpoint", "custom_vjp_call")
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 _KIND_OF_PATTERN = {
     Pattern.ELEMENTWISE: "elementwise",
@@ -146,7 +147,7 @@ def build_program(closed: ClosedJaxpr, name: str, options: CudaOptions) -> CudaP
 
 def build_block(jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Step]) -> Block:
     """``jaxpr``'s steps; each new kernel is appended to ``kernels`` (numbered there)."""
-    jaxpr = inline_calls(jaxpr)
+    jaxpr = inline_calls(jaxpr, calls=CALLS)
     eqns = [_as_kernel(eqn) for eqn in jaxpr.eqns]
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
     out_avals = [v.aval for v in jaxpr.outvars]
@@ -162,7 +163,8 @@ def build_block(jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Ste
 
     for eqn in jaxpr.eqns:
         if eqn.prim is not kernel_p:
-            spliced = [inline_calls(body, _SPLICED) for body in control_bodies(eqn)]
+            # A loop body's kernels, all in one (``passes.inline``'s default): see ``loop``.
+            spliced = [inline_calls(body) for body in control_bodies(eqn)]
             shape = element_shape(eqn, spliced)
             if shape is not None:  # the whole loop, per element, in one kernel
                 write = partial(loop_kernel, bodies=spliced, shape=shape)
@@ -199,7 +201,7 @@ def control_bodies(eqn: Eqn) -> list[Jaxpr]:
 
 def generate(eqn: Eqn, kernel_name: str, options: CudaOptions) -> KernelSource:
     """The kernel's source, from the generator its contents call for."""
-    body = inline_calls(eqn.params["jaxpr"])
+    body = inline_calls(eqn.params["jaxpr"], calls=CALLS)
     literals = {
         v: a for v, a in zip(body.invars, eqn.inputs, strict=True) if isinstance(a, Literal)
     }
@@ -215,36 +217,6 @@ def generate(eqn: Eqn, kernel_name: str, options: CudaOptions) -> KernelSource:
     if "cumsum" in names:
         return cumsum_kernel(w, options, header)
     return map_kernel(w, options, header)
-
-
-def inline_calls(jaxpr: Jaxpr, calls=_INLINED) -> Jaxpr:
-    """Splice the bodies of nested ``calls`` in (fresh variables per call)."""
-    if not any(e.prim.name in calls for e in jaxpr.eqns):
-        return jaxpr
-    eqns: list[Eqn] = []
-
-    def read(env, atom):
-        return atom if isinstance(atom, Literal) else env.get(atom, atom)
-
-    def splice(body_eqns, env, fresh: bool):
-        for eqn in body_eqns:
-            inputs = [read(env, a) for a in eqn.inputs]
-            if eqn.prim.name in calls:
-                body = eqn.params["jaxpr"]
-                inner = dict(zip(body.invars, inputs, strict=True))
-                splice(body.eqns, inner, True)
-                env.update(
-                    (out, read(inner, v)) for out, v in zip(eqn.outputs, body.outvars, strict=True)
-                )
-                continue
-            outputs = [Var(v.aval) for v in eqn.outputs] if fresh else eqn.outputs
-            env.update(zip(eqn.outputs, outputs, strict=True))
-            eqns.append(eqn.replace(inputs=inputs, outputs=outputs))
-
-    env: dict = {}
-    splice(jaxpr.eqns, env, False)
-    outvars = [read(env, v) for v in jaxpr.outvars]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, outvars)
 
 
 def _as_kernel(eqn: Eqn) -> Eqn:
@@ -266,7 +238,7 @@ def _as_kernel(eqn: Eqn) -> Eqn:
 def split_kernel(eqn: Eqn) -> list[Eqn]:
     """The kernel's ops as kernels of one op each; its intermediates become variables of
     the program."""
-    body = inline_calls(eqn.params["jaxpr"])
+    body = inline_calls(eqn.params["jaxpr"], calls=CALLS)
     env = dict(zip(body.invars, eqn.inputs, strict=True))
     env.update(zip(body.outvars, eqn.outputs, strict=True))
     parts = []

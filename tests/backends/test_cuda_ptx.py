@@ -41,13 +41,14 @@ def expected_kernels(closed) -> int:
 
 def _count_kernels(jaxpr) -> int:
     from numbax.backends.cuda.loop import element_shape
-    from numbax.backends.cuda.program import _SPLICED, control_bodies, inline_calls
+    from numbax.backends.cuda.program import control_bodies
+    from numbax.passes.inline import inline_calls
 
     count = 0
     for eqn in jaxpr.eqns:
         if eqn.prim.name != "kernel":  # control flow: one kernel, or its bodies' kernels
             bodies = control_bodies(eqn)
-            spliced = [inline_calls(body, _SPLICED) for body in bodies]
+            spliced = [inline_calls(body) for body in bodies]
             if element_shape(eqn, spliced) is not None:
                 count += 1
             else:
