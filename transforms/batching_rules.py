@@ -234,13 +234,18 @@ def take_batched(x, indices, axis: int):
     gathered = lax.gather(_fold_axis(x, axis), _flat_indices(indices, example[axis]), 0)
     # gathered is (B, I..., pre, post); the per-example layout is (pre, I..., post).
     n_index, n_pre, n_post = len(shape_of(indices)) - 1, axis, len(example) - axis - 1
-    perm = (
+    return lax.transpose(gathered, _swap_blocks(n_index, n_pre, n_post))
+
+
+def _swap_blocks(first: int, second: int, rest: int) -> list[int]:
+    """The permutation of ``(B, first..., second..., rest...)`` axes to
+    ``(B, second..., first..., rest...)``."""
+    return (
         [0]
-        + [1 + n_index + k for k in range(n_pre)]
-        + [1 + k for k in range(n_index)]
-        + [1 + n_index + n_pre + k for k in range(n_post)]
+        + [1 + first + k for k in range(second)]
+        + [1 + k for k in range(first)]
+        + [1 + first + second + k for k in range(rest)]
     )
-    return lax.transpose(gathered, perm)
 
 
 @register_rule("gather")
@@ -264,12 +269,7 @@ def _scatter_rule(args, dims, *, axis, mode):
     example = shape_of(x)[1:]
     n_index, n_pre, n_post = len(shape_of(indices)) - 1, axis, len(example) - axis - 1
     # updates (B, pre, I..., post) -> (B, I..., pre, post), the layout for axis 0.
-    perm = (
-        [0]
-        + [1 + n_pre + k for k in range(n_index)]
-        + [1 + k for k in range(n_pre)]
-        + [1 + n_pre + n_index + k for k in range(n_post)]
-    )
+    perm = _swap_blocks(n_pre, n_index, n_post)
     flat_indices = _flat_indices(indices, example[axis])
     out = lax.scatter(_fold_axis(x, axis), flat_indices, lax.transpose(updates, perm), 0, mode)
     unfolded = lax.reshape(out, (size, example[axis]) + example[:axis] + example[axis + 1 :])
