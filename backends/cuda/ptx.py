@@ -7,6 +7,7 @@ cannot run under the simulator.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ...ir.core import ClosedJaxpr
@@ -40,3 +41,30 @@ def program_ptx(
             _PTX[key] = compile_ptx(getattr(module, step.kernel.name), step.kernel, cc)
         result.append((step.kernel.name, _PTX[key]))
     return result
+
+
+@functools.cache
+def ptx_toolchain_problem() -> str | None:
+    """Why this machine cannot compile PTX, or None when it can.
+
+    Compiling PTX needs the ``numba-cuda`` package (the ``cuda`` extra) and the CUDA
+    compiler libraries it brings (NVRTC); Numba's own bundled ``numba.cuda`` wants a GPU
+    driver even for that. The answer comes from compiling a small kernel, so it holds
+    whatever the reason (Numba's bundled ``numba.cuda`` compiles simple kernels, but asks
+    for a driver at the first warp shuffle)."""
+    if simulating():
+        return "PTX needs the real numba.cuda: unset NUMBA_ENABLE_CUDASIM"
+    try:
+        from numba import cuda
+
+        def probe(out):  # what generated kernels use: shared memory, libdevice, shuffles
+            staged = cuda.shared.array(32, "float32")
+            staged[0] = cuda.libdevice.sinf(out[0])
+            cuda.syncthreads()
+            out[cuda.grid(1)] = staged[0] + cuda.shfl_down_sync(0xFFFFFFFF, out[0], 1)
+
+        cuda.compile_ptx(probe, "void(float32[::1])", cc=PTX_COMPUTE_CAPABILITY)
+    except Exception as error:  # noqa: BLE001 - any failure means: no toolchain here
+        reason = " ".join(f"{type(error).__name__}: {error}".split())[:200]
+        return f"no CUDA PTX toolchain ({reason}); install the extra: pip install -e '.[cuda]'"
+    return None

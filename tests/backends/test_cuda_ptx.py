@@ -3,7 +3,10 @@
 ``numba.cuda.compile_ptx``. Also the generator's tables against the primitive registry.
 
 Runs in a plain ``python -m pytest`` (the PTX compiler needs the real numba.cuda, so
-these tests skip under NUMBA_ENABLE_CUDASIM=1, where test_cuda.py runs instead).
+these tests skip under NUMBA_ENABLE_CUDASIM=1, where test_cuda.py runs instead). The tests
+that compile PTX need the ``cuda`` extra (numba-cuda and NVRTC): without it they skip,
+saying why, unless ``NUMBAX_TEST_PTX=1`` (set by ``.ci/run``) makes a missing toolchain a
+failure.
 """
 
 from __future__ import annotations
@@ -19,6 +22,20 @@ import numbax
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 pytestmark = pytest.mark.skipif(SIMULATED, reason="PTX needs the real numba.cuda")
+
+
+@pytest.fixture
+def ptx_toolchain():
+    """Skip (or, with NUMBAX_TEST_PTX=1, fail) where PTX cannot be compiled."""
+    from numbax.backends.cuda.ptx import ptx_toolchain_problem
+
+    problem = ptx_toolchain_problem()
+    if problem is None:
+        return
+    if os.environ.get("NUMBAX_TEST_PTX") == "1":
+        pytest.fail(f"NUMBAX_TEST_PTX=1 but {problem}")
+    pytest.skip(problem)
+
 
 VIEWS = ("reshape", "squeeze", "expand_dims")
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes a block may declare without opting in to more
@@ -169,7 +186,7 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("name", VARIANTS)
-def test_kernel_variants_compile_to_ptx(name):
+def test_kernel_variants_compile_to_ptx(name, ptx_toolchain):
     fun, args, instructions = VARIANTS[name]
     kernels = compile_and_count(fun, args, name)
     for instruction in instructions:
@@ -253,7 +270,7 @@ def corpus_ptx(positions: list[int]) -> list[str]:
     return problems
 
 
-def test_every_corpus_kernel_compiles_to_ptx():
+def test_every_corpus_kernel_compiles_to_ptx(ptx_toolchain):
     """Every kernel the corpus generates (each case's first signature) compiles for sm_90
     and is one ``.entry`` per kernel of the fused program. Compiling is CPU-bound, so
     the cases are shared between a process per core."""
