@@ -26,7 +26,7 @@ def _results(writer, jaxpr: Jaxpr) -> list[str]:
 def _body(writer, jaxpr: Jaxpr, inputs) -> list[str]:
     """Write ``jaxpr``'s eqns reading ``inputs``; the names of its results."""
     _bind(writer, jaxpr, inputs)
-    writer.write_eqns(jaxpr.eqns)
+    writer.write_eqns(jaxpr)
     return _results(writer, jaxpr)
 
 

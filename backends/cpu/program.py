@@ -17,7 +17,6 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -26,6 +25,8 @@ import numpy as np
 from ...ir import dtypes
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
+from ...passes.memory import Liveness
+from .. import source as escape
 from . import control, intrinsics, opaque, scalar
 from .contraction import write_dot
 from .kernels import (
@@ -81,10 +82,7 @@ def _read(env, atom):
 
 
 def function_name(name: str) -> str:
-    name = re.sub(r"\W+", "_", name).strip("_") or "fn"
-    if name[0].isdigit():
-        name = "fn_" + name
-    return name + "_" if name in _RESERVED else name
+    return escape.identifier(name, _RESERVED)
 
 
 def numba_type(aval) -> str:
@@ -110,6 +108,9 @@ class _ProgramWriter:
         self.kernels: list[Kernel] = []
         self.buffer_of = _safe_buffers(jaxpr, plan)
         self.buffers: dict[int, str] = {}  # buffer index -> its flat array, once allocated
+        # The eqn being written, as (its jaxpr's liveness, its index): what the proof
+        # that a kernel may write an output over a value of its own is asked about.
+        self.place: tuple[Liveness, int] | None = None
 
     # --- the context kernels write with ------------------------------------------------------
 
@@ -174,7 +175,7 @@ class _ProgramWriter:
             for a in eqn.inputs
         )
         text = f"{outputs} = {eqn.prim.name}{f'[{params}]' if params else ''} {inputs}".rstrip()
-        return text + (f"  ({eqn.source_info})" if eqn.source_info else "")
+        return escape.comment(text + (f"  ({eqn.source_info})" if eqn.source_info else ""))
 
     def allocate(self, var: Var) -> str:
         """Bind ``var``'s name to an array of its type: a view of its planned buffer."""
@@ -202,18 +203,20 @@ class _ProgramWriter:
         for eqn in jaxpr.eqns:  # the printer's order: the docstring's names are the code's
             for var in eqn.outputs:
                 self.name(var)
-        self.write_eqns(jaxpr.eqns)
+        self.write_eqns(jaxpr)
         results = [self.array_of(atom) for atom in jaxpr.outvars]
         self.emit(f"return {tuple_source(results)}")
         fn = function_name(self.name_text)
         return GeneratedProgram(fn, self._module(fn, arguments), self.parallel, self.kernels)
 
-    def write_eqns(self, eqns) -> None:
-        for eqn in eqns:
+    def write_eqns(self, jaxpr: Jaxpr) -> None:
+        liveness = Liveness(jaxpr)
+        for index, eqn in enumerate(jaxpr.eqns):
             writer = control.WRITERS.get(eqn.prim.name)
             if writer is not None:
                 writer(self, eqn)
             else:
+                self.place = (liveness, index)
                 self._kernel(as_kernel(eqn))
 
     def _kernel(self, kernel: Kernel) -> None:
@@ -222,7 +225,8 @@ class _ProgramWriter:
         self._name_body(kernel)
         kind = _kind(kernel)
         outputs = ", ".join(f"{self.name(v)}:{v.aval.str_short()}" for v in kernel.outputs)
-        self.emit(f"# kernel {len(self.kernels)}: {kind} {kernel.name} -> {outputs}")
+        heading = f"kernel {len(self.kernels)}: {kind} {kernel.name} -> {outputs}"
+        self.emit(f"# {escape.comment(heading)}")
         try:
             getattr(self, f"_{kind}")(kernel)
         except Unfusable as reason:
@@ -318,22 +322,32 @@ class _ProgramWriter:
         writer = KernelWriter(self, epilogue)
         writer.leaves[product] = target
         reuse = {}
-        same = [top for top in epilogue.outputs if top.aval == product.aval]
-        if same and not direct:  # the epilogue overwrites the product in place
-            reuse[same[0]] = self.name(same[0])
-            self.emit(f"{self.name(same[0])} = {target}")
+        liveness, index = self.place
+        over_product = [
+            top
+            for top in epilogue.outputs
+            if liveness.overwrite_refusal(index, top, product) is None
+        ]
+        if over_product:  # one output of the epilogue takes the product's array
+            reuse[over_product[0]] = self.name(over_product[0])
+            self.emit(f"{self.name(over_product[0])} = {target}")
         self._elementwise(epilogue, writer, reuse)
 
     # --- the module ----------------------------------------------------------------------------
 
     def _module(self, fn: str, arguments: list[str]) -> str:
+        docstring = "\n".join(
+            [
+                f"numbax cpu backend: the compiled program of {self.name_text!r}.",
+                "",
+                "Generated code (numbax/backends/cpu/program.py), compiled for SIGNATURE by",
+                "numbax/backends/cpu/cache.py. The program:",
+                "",
+                str(self.jaxpr),
+            ]
+        )
         lines = [
-            f'"""numbax cpu backend: the compiled program of {self.name_text!r}.',
-            "",
-            "Generated code (numbax/backends/cpu/program.py), compiled for SIGNATURE by",
-            "numbax/backends/cpu/cache.py. The program:",
-            "",
-            *str(self.jaxpr).splitlines(),
+            f'"""{escape.docstring(docstring)}',
             '"""',
             "",
             "import numpy as np",

@@ -537,3 +537,92 @@ def test_scan_output_that_is_the_incoming_carry_is_stored_before_the_update():
     expected = numbax.jit(f, backend="interpret")(x)
     for got, want in zip(numbax.jit(f, backend="cpu")(x), expected, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+# --- outputs written over other values' buffers, on every backend -------------------------------
+
+
+def _on(backend, fn, *args):
+    return backend.to_host(numbax.jit(fn, backend=backend)(*args))
+
+
+def test_an_epilogue_output_that_does_not_read_the_product_leaves_it_intact(backend):
+    a = np.arange(9.0).reshape(3, 3)
+    b, d = a.T + 1.0, np.full((3, 3), 2.0)
+
+    def fn(a, b, d):
+        return d * 2.0, (a @ b) * d
+
+    for got, want in zip(_on(backend, fn, a, b, d), fn(a, b, d), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_grad_through_a_product_scaled_by_a_row_max(backend, rng):
+    # Its backward pass has a contraction kernel whose first epilogue output does not
+    # read the product: the case that used to overwrite the product before it was read.
+    def loss(x, y, w):
+        return np.sum(((y @ x) * x.max(axis=1, keepdims=True)) @ w)
+
+    x, y, w = rng.standard_normal((3, 3)), rng.standard_normal((3, 3)), rng.standard_normal((3, 2))
+    got = _on(backend, numbax.grad(loss), x, y, w)
+    step, want = 1e-6, np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[index] += step
+        down[index] -= step
+        want[index] = (loss(up, y, w) - loss(down, y, w)) / (2 * step)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    interpreted = numbax.jit(numbax.grad(loss), backend="interpret")(x, y, w)
+    np.testing.assert_allclose(got, interpreted, rtol=1e-12, atol=1e-12)
+
+
+# Epilogues of one product (p) and another operand (d) with several consumers: outputs
+# that read the product, that do not, the product itself, in different orders.
+_EPILOGUES = {
+    "other first": lambda p, d: (d * 2.0, p * d),
+    "product reader first": lambda p, d: (p * d, d * 2.0),
+    "two readers": lambda p, d: (p * d, p + 1.0),
+    "three, reader last": lambda p, d: (np.sin(d), d - 1.0, np.tanh(p) * d),
+    "three, readers apart": lambda p, d: (p - d, d * d, np.exp(-p * p)),
+    "product and a reader": lambda p, d: (p, p * d, d + 3.0),
+    "reader and product": lambda p, d: (d + 3.0, p * d, p),
+    "other dtype": lambda p, d: ((p > d).astype(np.float32), d * 0.5, p + d),
+    "chained": lambda p, d: (d * 2.0, (p * d) * 2.0 + p),
+}
+
+
+@pytest.mark.parametrize("order", [0, 1])
+@pytest.mark.parametrize("name", list(_EPILOGUES))
+def test_matmul_epilogues_with_several_consumers_match_the_interpreter(
+    compiled_backend, name, order, rng
+):
+    epilogue = _EPILOGUES[name]
+
+    def fn(a, b, d):
+        outputs = epilogue(a @ b, d)
+        return outputs if order == 0 else outputs[::-1]
+
+    size = compiled_backend.size(4, simulated=3)
+    a, b = rng.standard_normal((size, 5)), rng.standard_normal((5, size + 1))
+    d = rng.standard_normal((size, size + 1))
+    expected = numbax.jit(fn, backend="interpret")(a, b, d)
+    for got, want in zip(_on(compiled_backend, fn, a, b, d), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_only_reader_of_a_product_takes_its_array(rng):
+    # In place when provably safe: no second array for (a @ b) * d.
+    a, b, d = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal((3, 5))
+    source = check(lambda a, b, d: (a @ b) * d, a, b, d).source
+    assert re.search(r"^\s+\w+ = \w+_dot_\d+$", source, re.MULTILINE), source
+
+
+def test_an_epilogue_inside_a_loop_body_leaves_the_product_intact(compiled_backend, rng):
+    def fn(a, b, d):
+        step = lambda i, carry: (carry[1] * 0.5, (carry[0] @ b) * carry[1])  # noqa: E731
+        return numbax.fori_loop(0, 3, step, (a, d))
+
+    a, b, d = (rng.standard_normal((3, 3)) for _ in range(3))
+    expected = numbax.jit(fn, backend="interpret")(a, b, d)
+    for got, want in zip(_on(compiled_backend, fn, a, b, d), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

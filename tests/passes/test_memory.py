@@ -5,11 +5,15 @@ intermediate stored in its planned buffer."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from passes_util import evaluate, optimize
 
+import numbax
 from numbax import ir
-from numbax.ir.core import Var
+from numbax.ir.core import Eqn, Jaxpr, Var
+from numbax.ir.higher_order import kernel_p
 from numbax.passes import plan_memory
+from numbax.passes.memory import Liveness
 
 rng = np.random.default_rng(1)
 
@@ -96,3 +100,79 @@ def test_no_two_live_values_share_a_buffer():
                 a_span = (defined[a], last.get(a, defined[a]))
                 b_span = (defined[b], last.get(b, defined[b]))
                 assert a_span[1] < b_span[0] or b_span[1] < a_span[0]
+
+
+# --- the proof that a write cannot be followed by a read of the value it overwrites ------------
+
+
+def _contraction(fused):
+    (eqn,) = [e for e in fused.eqns if e.params.get("kind") == "contraction"]
+    return fused.jaxpr.eqns.index(eqn), eqn
+
+
+def _product(eqn):
+    (dot,) = [e for e in eqn.params["jaxpr"].eqns if e.prim.name == "dot_general"]
+    return dot.outputs[0]
+
+
+def test_an_epilogue_output_that_does_not_read_the_product_may_not_overwrite_it():
+    a, b, d = rng.standard_normal((3, 3)), rng.standard_normal((3, 3)), np.full((3, 3), 2.0)
+    fused, _ = optimize(lambda a, b, d: (d * 2.0, (a @ b) * d), a, b, d)
+    index, eqn = _contraction(fused)
+    liveness = Liveness(fused)
+    doubled, scaled = eqn.outputs
+    # d * 2.0 would be written over the product before (a @ b) * d reads it.
+    assert "another output" in liveness.overwrite_refusal(index, doubled, _product(eqn))
+    assert liveness.overwrite_refusal(index, scaled, _product(eqn)) is None
+
+
+def _one_kernel(epilogue, *args):
+    """A program of one contraction kernel whose body is ``epilogue(a @ b, d)`` as traced
+    (no fusion decides what goes in), its product, and the program's liveness."""
+    body = numbax.make_jaxpr(lambda a, b, d: epilogue(a @ b, d))(*args).jaxpr
+    invars = [Var(v.aval) for v in body.invars]
+    outputs = [Var(v.aval) for v in body.outvars]
+    params = {"jaxpr": body, "kind": "contraction", "name": "epilogue"}
+    program = Jaxpr([], invars, [Eqn(kernel_p, invars, outputs, params)], [])
+    return program.eqns[0], _product(program.eqns[0]), Liveness(program)
+
+
+@pytest.mark.parametrize(
+    "epilogue, refusals",
+    [
+        (lambda p, d: (d * 2.0, p * d), ["another output", None]),
+        (lambda p, d: (p * d, d * 2.0), [None, "another output"]),
+        (lambda p, d: (p * d, p + 1.0), ["another output", "another output"]),
+        (lambda p, d: (np.tanh(p) * d + 1.0, d - p), ["another output", "another output"]),
+        (lambda p, d: (p, p * d), ["a result of the kernel", "a result of the kernel"]),
+        (lambda p, d: (p.sum(axis=1, keepdims=True) * d,), ["reads the value at other points"]),
+        (lambda p, d: (p[:1] * d,), ["reads the value at other points"]),
+        (lambda p, d: ((p > d).astype(np.float32),), ["differ in shape or dtype"]),
+        (lambda p, d: (np.exp(p) - d, np.sin(d)), [None, "another output"]),
+    ],
+)
+def test_an_output_overwrites_the_product_only_if_it_alone_reads_it_pointwise(epilogue, refusals):
+    args = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal((3, 5))
+    eqn, product, liveness = _one_kernel(epilogue, *args)
+    for output, expected in zip(eqn.outputs, refusals, strict=True):
+        refusal = liveness.overwrite_refusal(0, output, product)
+        assert refusal is None if expected is None else expected in refusal, refusal
+
+
+def test_a_value_of_the_program_is_overwritten_only_after_its_last_reader():
+    x = rng.standard_normal((8, 8))
+    fused, _ = optimize(lambda v: np.tanh(np.tanh(v @ v) @ v) @ v, x)
+    liveness = Liveness(fused)
+    eqns = fused.jaxpr.eqns
+    for index, eqn in enumerate(eqns):
+        for value, made in liveness.made_at.items():
+            refusal = liveness.overwrite_refusal(index, eqn.outputs[0], value)
+            last = liveness.last_read.get(value, made)
+            if value in fused.jaxpr.outvars:
+                assert "caller's array" in refusal
+            elif made < index and last < index:
+                assert refusal is None
+            else:
+                assert refusal is not None
+        for argument in fused.jaxpr.invars:
+            assert "caller's array" in liveness.overwrite_refusal(index, eqn.outputs[0], argument)
