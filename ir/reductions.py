@@ -93,6 +93,12 @@ def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers):
     check(lhs.dtype == rhs.dtype, "dot_general", "operand dtypes differ")
     check(len(lhs_contract) == len(rhs_contract), "dot_general", "contracting dims differ")
     check(len(lhs_batch) == len(rhs_batch), "dot_general", "batch dims differ")
+    for operand, dims in ((lhs, lhs_contract + lhs_batch), (rhs, rhs_contract + rhs_batch)):
+        check(
+            all(0 <= d < operand.ndim for d in dims) and len(set(dims)) == len(dims),
+            "dot_general",
+            f"dimensions {dims} of {operand.str_short()} out of range or repeated",
+        )
     for a, b in zip(lhs_contract + lhs_batch, rhs_contract + rhs_batch, strict=False):
         check(
             lhs.shape[a] == rhs.shape[b],

@@ -21,9 +21,7 @@ function and commented with its jaxpr.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from dataclasses import dataclass
 from functools import partial
 
@@ -31,6 +29,8 @@ from ...ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ...ir.higher_order import kernel_p
 from ...ir.primitive import Pattern
 from ...passes.inline import inline_calls
+from .. import source as escape
+from . import loader
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
 from .elementwise import map_kernel
@@ -124,19 +124,13 @@ class CudaProgram:
 
     @property
     def module_name(self) -> str:
-        digest = hashlib.sha256(self.source.encode()).hexdigest()[:16]
-        return f"numbax_cuda_{_identifier(self.name)}_{digest}"
-
-
-def _identifier(text: str) -> str:
-    text = re.sub(r"\W", "_", text)
-    return text if text[:1].isalpha() else f"fn_{text}"
+        return loader.module_name(escape.identifier(self.name), self.source)
 
 
 def build_program(closed: ClosedJaxpr, name: str, options: CudaOptions) -> CudaProgram:
     kernels: list[Step] = []
     block = build_block(closed.jaxpr, name, options, kernels)
-    sources = [MODULE_HEADER.format(name=name)]
+    sources = [MODULE_HEADER.format(name=escape.docstring(name))]
     for step in kernels:
         sources.append(step.kernel.source)
         if step.kernel.cublas is not None and step.kernel.cublas.epilogue is not None:
@@ -155,7 +149,7 @@ def build_block(jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Ste
     steps: list[Step | ControlStep] = []
 
     def add(eqn, kind=None, write=None):
-        kernel_name = _identifier(f"{name}_{len(kernels)}_{kind or eqn.params['name']}")
+        kernel_name = escape.identifier(f"{name}_{len(kernels)}_{kind or eqn.params['name']}")
         kernel = (write or generate)(eqn, kernel_name, options)
         step = Step(eqn, kernel, len(kernels))
         kernels.append(step)

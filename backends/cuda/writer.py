@@ -26,6 +26,7 @@ import numpy as np
 from ...ir.core import Jaxpr, Literal, Var
 from ...ir.errors import NumbaxError
 from ...ir.printer import var_name
+from .. import source as escape
 from .scalar import SCALAR_RULES, constant
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^-?\d+$")
@@ -149,7 +150,7 @@ class KernelWriter:
 
     def line(self, code: str, comment: str | None = None) -> None:
         text = "    " * self._depth + code
-        self.lines.append(f"{text}  # {comment}" if comment else text)
+        self.lines.append(f"{text}  # {escape.comment(comment)}" if comment else text)
 
     @contextlib.contextmanager
     def block(self, header: str):
@@ -187,7 +188,7 @@ class KernelWriter:
 
     def source(self, header_comment: str) -> str:
         params = ", ".join(p.name for p in self.params)
-        comment = "".join(f"# {line}\n" for line in header_comment.splitlines())
+        comment = "".join(f"# {escape.comment(line)}\n" for line in header_comment.splitlines())
         return f"{comment}def {self.name}({params}):\n" + "\n".join(self.lines) + "\n"
 
     # --- indices ------------------------------------------------------------------------

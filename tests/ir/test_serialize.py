@@ -204,3 +204,114 @@ def test_moderate_nesting_loads():
 
 def test_error_is_a_value_error():
     assert issubclass(numbax.SerializationError, ValueError)
+
+
+INTEGERS = json.loads(ir.dumps(numbax.make_jaxpr(
+    lambda i, b, x: (i * 3, b & True, x * np.float32(2))
+)(np.ones(3, np.int32), np.ones(3, bool), np.ones(3, np.float32))))  # fmt: skip
+# eqns: 0 mul i32 by 3:i32, 1 and bool with True:bool, 2 mul f32 by 2.0:f32
+assert [e["prim"] for e in INTEGERS["jaxpr"]["eqns"]] == ["mul", "and", "mul"]
+_I32_LIT, _BOOL_LIT, _F32_LIT = ((*EQN, k, "inputs", 1) for k in range(3))
+
+
+def _on_integers(mutation):
+    """A mutation of INTEGERS instead of GOOD."""
+
+    def mutate(data):
+        data.clear()
+        data.update(copy.deepcopy(INTEGERS))
+        mutation(data)
+
+    return mutate
+
+
+STRICT = {
+    "bool literal for an int": _on_integers(_set(_I32_LIT, {"lit": True, "dtype": "i32"})),
+    "float literal for an i32": _on_integers(_set(_I32_LIT, {"lit": 3.0, "dtype": "i32"})),
+    "int literal for a bool": _on_integers(_set(_BOOL_LIT, {"lit": 1, "dtype": "bool"})),
+    "bool literal for a float": _on_integers(_set(_F32_LIT, {"lit": True, "dtype": "f32"})),
+    "int literal for a float": _on_integers(_set(_F32_LIT, {"lit": 2, "dtype": "f32"})),
+    "float literal overflows f32": _on_integers(_set(_F32_LIT, {"lit": 1e39, "dtype": "f32"})),
+    "literal with extra field": _set(
+        EQN + (2, "inputs", 1), {"lit": 2.0, "dtype": "f64", "code": "x"}
+    ),
+    "bool as an axis": _set(EQN + (3, "params", "axes"), {"tuple": [True]}),
+    "negative axis": _set(EQN + (3, "params", "axes"), {"tuple": [-1]}),
+    "float as an axis": _set(EQN + (3, "params", "axes"), {"tuple": [{"float": 0.0}]}),
+    "string as an axis": _set(EQN + (3, "params", "axes"), {"tuple": ["0"]}),
+    "sub-jaxpr as an axis": _set(EQN + (3, "params", "axes"), {"jaxpr": GOOD["jaxpr"]}),
+    "dimension numbers out of range": _set(
+        EQN + (0, "params", "dimension_numbers"),
+        {"tuple": [{"tuple": [{"tuple": [7]}, {"tuple": [0]}]}, {"tuple": [{"tuple": []}] * 2}]},
+    ),
+    "too many operands": _set(EQN + (1, "inputs"), [{"var": 2}, {"var": 2}]),
+    "no operands": _set(EQN + (1, "inputs"), []),
+    "eqn without source_info": _set(EQN + (1, "source_info"), _DELETE),
+    "eqn with an unknown field": _set(EQN + (1, "exec"), "print(1)"),
+    "version as a bool": _set(("version",), True),
+    "var id as a bool": _set(EQN + (1, "inputs", 0), {"var": True}),
+}
+
+
+@pytest.mark.parametrize("mutation", STRICT.values(), ids=STRICT.keys())
+def test_fields_of_the_wrong_type_or_range_raise_serialization_error(mutation):
+    data = copy.deepcopy(GOOD)
+    mutation(data)
+    with pytest.raises(numbax.SerializationError):
+        ir.loads(json.dumps(data))
+
+
+def _control_flow(x):
+    y = numbax.cond(x[0] > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+    return numbax.fori_loop(0, 2, lambda i, acc: acc + np.sin(acc), y) * 3.0
+
+
+def _injected(marker) -> list[str]:
+    """Texts that run code (creating ``marker``) if they escape a comment or a docstring."""
+    code = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    return [
+        f"x.py:1\n{code}\ndef _rest():  #",
+        f'x.py:1"""\n{code}\n"""',
+        f"x.py:1\r{code}\u2028{code}\x0c",
+    ]
+
+
+def _with_text(closed, text: str) -> ir.ClosedJaxpr:
+    """``closed`` through a file whose every source_info and name holds ``text``."""
+
+    def visit(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("source_info", "name") and isinstance(value, (str, type(None))):
+                    node[key] = text
+                else:
+                    visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    data = json.loads(ir.dumps(closed))
+    visit(data)
+    return ir.loads(json.dumps(data))
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["traced", "fused"])
+def test_text_from_a_loaded_file_never_runs_when_compiled(compiled_backend, tmp_path, fused):
+    """A newline in source_info used to end the comment it was written into, so the cpu
+    module ran the rest at import; a name could close the module docstring the same way."""
+    from numbax import passes
+    from numbax.backends import get_backend
+
+    marker = tmp_path / "injected-code-ran"
+    x = np.arange(1.0, 4.0 if not compiled_backend.simulated else 3.0)
+    closed = numbax.make_jaxpr(_control_flow)(x)
+    if fused:
+        closed, _ = passes.optimize(closed)
+    expected = ir.eval_jaxpr(closed.jaxpr, closed.consts, x)
+    for text in _injected(marker):
+        loaded = _with_text(closed, text)
+        assert {e.source_info for e in loaded.eqns} == {text}
+        executable = get_backend(compiled_backend).compile(loaded, text)
+        got = compiled_backend.to_host(executable(x))
+        assert not marker.exists(), f"{text!r} ran as code"
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
