@@ -1,5 +1,11 @@
-"""Elementwise primitives: unary math, binary arithmetic, comparisons, logic, select,
-dtype conversion.
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, bitwise logic and
+shifts, select, dtype conversion.
+
+``and``, ``or``, ``xor`` and ``not`` are bitwise on integers and logical on bools, as
+``lax.bitwise_and`` and friends are. ``shift_left`` and ``shift_right_arithmetic`` have
+NumPy's meaning for every count: a count outside ``[0, bits)`` (negative, or at least the
+bit width) shifts every bit out, leaving 0, or for a right shift of a signed integer the
+sign bit everywhere (an unsigned integer has no sign bit, so zeros).
 
 Operands of an n-ary elementwise primitive have one dtype and one shape, except that
 rank-0 operands broadcast (so ``mul a 2.0:f32[]`` needs no broadcast equation). The
@@ -59,6 +65,7 @@ FLOAT = "f"
 NUMERIC = "fiu"
 ANY = "fiub"
 INTEGRAL = "iub"
+INTEGER = "iu"
 
 
 def _logistic(x):
@@ -122,6 +129,9 @@ BINARY = {
     "rem": (np.fmod, NUMERIC, False, True),
     "and": (np.bitwise_and, INTEGRAL, False, False),
     "or": (np.bitwise_or, INTEGRAL, False, False),
+    "xor": (np.bitwise_xor, INTEGRAL, False, False),
+    "shift_left": (np.left_shift, INTEGER, False, False),
+    "shift_right_arithmetic": (np.right_shift, INTEGER, False, False),
 }
 
 for _name, (_fn, _kinds, _expensive, _diff) in BINARY.items():

@@ -1029,3 +1029,34 @@ def cross_entropy(logits, labels):
 @case("pytree_outputs", [(f32(3), f32(3)), (i32(2, 2), i32(2))])
 def pytree_outputs(x, y):
     return {"sum": x + y, "parts": [x, (y, None)], "scalar": np.sum(x)}
+
+
+# --------------------------------------------------------------------------------------
+# Bitwise operations and shifts
+
+for _name in ("bitwise_xor", "left_shift", "right_shift"):
+    _ufunc_case(_name, NORMAL, 2)
+
+# Shift counts from -70 to 69: negative, inside and beyond the bit width of int32 and int64.
+_COUNTS = ("index", 70)
+
+
+@case(
+    "bitwise_operators",
+    [
+        (i32(3, 4), i32(4, values=_COUNTS)),
+        (i64(2, 1, 5), i64(3, 1, values=_COUNTS)),
+        (i64(5), i32(5, values=_COUNTS)),
+        (boolean(3, 4), boolean(4)),
+        (i32(3), py_int()),
+    ],
+)
+def bitwise_operators(x, s):
+    return (x ^ s, x & s, x | s, ~x, x << s, x >> s, 6 ^ x, (x << 3) >> s, x >> 1 ^ s, s << x)
+
+
+@case("bitwise_with_float_math", [(f32(3, 5),), (f64(4),), (f64(2, 0),)], tags=["grad"])
+def bitwise_with_float_math(x):
+    k = np.arange(x.shape[-1])
+    weights = ((k ^ 5) << 2 >> 1 | k & 3) - ~k
+    return np.sin(x) * weights.astype(x.dtype) + x * (weights >> 2).astype(x.dtype)

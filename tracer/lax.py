@@ -45,7 +45,8 @@ sqrt, rsqrt, abs, sign, floor, ceil, round, logical_not, stop_gradient = map(
 add, sub, mul, div, pow, max, min, atan2, rem = map(
     _binary, ["add", "sub", "mul", "div", "pow", "max", "min", "atan2", "rem"]
 )
-bitwise_and, bitwise_or = _binary("and"), _binary("or")
+bitwise_and, bitwise_or, bitwise_xor = _binary("and"), _binary("or"), _binary("xor")
+shift_left, shift_right_arithmetic = _binary("shift_left"), _binary("shift_right_arithmetic")
 eq, ne, lt, le, gt, ge = map(_binary, ["eq", "ne", "lt", "le", "gt", "ge"])
 
 

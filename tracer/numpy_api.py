@@ -68,6 +68,7 @@ from .ufuncs import (  # noqa: F401
     arctan2,
     bitwise_and,
     bitwise_or,
+    bitwise_xor,
     ceil,
     clip,
     cos,
@@ -87,6 +88,7 @@ from .ufuncs import (  # noqa: F401
     isfinite,
     isinf,
     isnan,
+    left_shift,
     less,
     less_equal,
     log,
@@ -108,6 +110,7 @@ from .ufuncs import (  # noqa: F401
     power,
     reciprocal,
     remainder,
+    right_shift,
     rint,
     round,
     sign,
@@ -123,18 +126,21 @@ from .ufuncs import (  # noqa: F401
 )
 
 abs = absolute
+# NumPy 2's array-API spellings name the same ufuncs (np.bitwise_not is np.invert).
+bitwise_not = bitwise_invert = invert
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 round_ = round
 pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
 bool = bool_  # noqa: A001
 float_ = float64
 
 _UFUNC_NAMES = [
-    "absolute", "add", "arctan2", "bitwise_and", "bitwise_or", "ceil", "cos", "cosh",
+    "absolute", "add", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "cos", "cosh",
     "divide", "equal", "exp", "exp2", "expm1", "fabs", "floor", "floor_divide", "fmod", "greater",
-    "greater_equal", "invert", "isfinite", "isinf", "isnan", "less", "less_equal", "log",
-    "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "maximum", "minimum", "multiply", "negative", "not_equal", "positive",
-    "power", "reciprocal", "remainder", "rint", "sign", "sin", "sinh", "sqrt", "square",
+    "greater_equal", "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal",
+    "log", "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "maximum", "minimum", "multiply", "negative", "not_equal", "positive", "power",
+    "reciprocal", "remainder", "right_shift", "rint", "sign", "sin", "sinh", "sqrt", "square",
     "subtract", "tan", "tanh",
 ]  # fmt: skip
 HANDLED_UFUNCS = {getattr(np, name): globals()[name] for name in _UFUNC_NAMES}

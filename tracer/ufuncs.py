@@ -11,12 +11,13 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import UnsupportedFunctionError, at_line
+from ..ir.errors import NumbaxTypeError, UnsupportedFunctionError, at_line
 from . import lax
 from .promote import (
     Scalar,
     broadcast_shapes,
     broadcast_to,
+    comparison_dtype,
     operand,
     promote_and_broadcast,
     result_type,
@@ -110,7 +111,8 @@ def logical_not(x):
 
 
 def invert(x):
-    (x,), _ = promote_and_broadcast(x, operation="invert")
+    x = operand(x)
+    (x,), _ = promote_and_broadcast(x, dtype=_bitwise_dtype("invert", x), operation="invert")
     return lax.logical_not(x)
 
 
@@ -203,14 +205,71 @@ def fmod(x, y):
     return lax.rem(x, y)
 
 
-equal = _binary(lax.eq, "equal")
-not_equal = _binary(lax.ne, "not_equal")
-less = _binary(lax.lt, "less")
-less_equal = _binary(lax.le, "less_equal")
-greater = _binary(lax.gt, "greater")
-greater_equal = _binary(lax.ge, "greater_equal")
-bitwise_and = _binary(lax.bitwise_and, "bitwise_and")
-bitwise_or = _binary(lax.bitwise_or, "bitwise_or")
+def _comparison(prim_fn, name):
+    def fn(x, y):
+        x, y = operand(x), operand(y)
+        (x, y), _ = promote_and_broadcast(x, y, dtype=comparison_dtype(x, y), operation=name)
+        return prim_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+equal = _comparison(lax.eq, "equal")
+not_equal = _comparison(lax.ne, "not_equal")
+less = _comparison(lax.lt, "less")
+less_equal = _comparison(lax.le, "less_equal")
+greater = _comparison(lax.gt, "greater")
+greater_equal = _comparison(lax.ge, "greater_equal")
+
+
+def _bitwise_dtype(name, *xs) -> np.dtype:
+    """NumPy's bitwise ufuncs have loops for integers and bools only."""
+    dtype = result_type(*xs)
+    if not (dtypes.is_integer(dtype) or dtypes.is_bool(dtype)):
+        raise NumbaxTypeError(
+            at_line(
+                f"numpy.{name} is defined on integers and bools, not on {dtype} (NumPy "
+                "raises TypeError too); convert the operands with .astype(np.int64), or "
+                "compare them (x != 0) for a truth value",
+                user_frame_info(),
+            )
+        )
+    return dtype
+
+
+def _bitwise(prim_fn, name):
+    def fn(x, y):
+        x, y = operand(x), operand(y)
+        (x, y), _ = promote_and_broadcast(x, y, dtype=_bitwise_dtype(name, x, y), operation=name)
+        return prim_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
+
+
+def _shift(prim_fn, name):
+    """NumPy has no bool loop for shifts and computes bools in int8, which numbax widens
+    to int32."""
+
+    def fn(x, y):
+        x, y = operand(x), operand(y)
+        dtype = _bitwise_dtype(name, x, y)
+        dtype = dtypes.int32 if dtype == dtypes.bool_ else dtype
+        (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation=name)
+        return prim_fn(x, y)
+
+    fn.__name__ = name
+    return fn
+
+
+left_shift = _shift(lax.shift_left, "left_shift")
+right_shift = _shift(lax.shift_right_arithmetic, "right_shift")
 
 
 def true_divide(x, y):
@@ -292,19 +351,26 @@ def logical_or(x, y):
 
 
 def logical_xor(x, y):
-    return lax.ne(*promote_and_broadcast(_to_bool(x), _to_bool(y))[0])
+    return lax.bitwise_xor(*promote_and_broadcast(_to_bool(x), _to_bool(y))[0])
 
 
 def logaddexp(x, y):
-    """log(exp(x) + exp(y)) without overflow: max + log1p(exp(-|x - y|))."""
+    """log(exp(x) + exp(y)) without overflow, as NumPy: big + log1p(exp(small - big)).
+
+    The larger operand is chosen by a select, not ``max``/``abs``: each side of the select
+    (``x + log1p(exp(y - x))`` and its mirror) equals logaddexp everywhere and is smooth,
+    so every derivative is exact, at ``x == y`` too (``max``'s tie rule and ``abs``'s kink
+    would make the second derivative 0 there instead of 1/4).
+    """
     dtype = _inexact_dtype(operand(x), operand(y))
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="logaddexp")
-    big = lax.max(x, y)
-    diff = lax.sub(x, y)
-    finite = lax.log1p(lax.exp(lax.neg(lax.abs(diff))))
-    # Equal infinities make diff NaN; log(2) is the exact answer there and whenever x == y.
-    tail = lax.select(lax.eq(x, y), _typed(math.log(2.0), dtype), finite)
-    return lax.add(big, tail)
+    x_bigger = lax.ge(x, y)
+    big = lax.select(x_bigger, x, y)
+    below = lax.select(x_bigger, lax.sub(y, x), lax.sub(x, y))
+    # Equal infinities: their difference is NaN, but exp(x) == exp(y), so it is 0.
+    equal_infinities = lax.bitwise_and(lax.ne(below, below), lax.eq(x, y))
+    below = lax.select(equal_infinities, _typed(0, dtype), below)
+    return lax.add(big, lax.log1p(lax.exp(below)))
 
 
 def where(condition, x=None, y=None):

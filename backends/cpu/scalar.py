@@ -8,7 +8,8 @@ float64, so int32 results are cast back and every constant is a typed global
 logarithms, tanh, logistic, sin and cos call ``fastmath``'s branch-free versions, which
 vectorise (through ``mathlib``, which compiles each once instead of per program);
 operations whose Numba meaning differs from the IR's (integer ``div``/``rem``, float
-``max``/``min``, float ``rem``, ``select`` without a branch) call ``intrinsics``.
+``max``/``min``, float ``rem``, ``select`` without a branch) call ``intrinsics``, and
+shifts, undefined in LLVM for counts outside the bit width, select NumPy's result there.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from ...ir import dtypes
+from .. import source as escape
 
 INTRINSICS = "numbax.backends.cpu.intrinsics"
 MATHLIB = "numbax.backends.cpu.mathlib"
@@ -129,7 +131,7 @@ def _identity(ctx, dtype, out_dtype, x, **_):
 
 # --- binary -----------------------------------------------------------------------------
 
-_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|"}
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|", "xor": "^"}
 
 
 @emitter(*_OPERATORS)
@@ -170,6 +172,29 @@ def _max_min(ctx, dtype, out_dtype, x, y, *, prim):
     return _narrow(dtype, f"{prim}({x}, {y})")
 
 
+@emitter("shift_left", "shift_right_arithmetic")
+def _shift(ctx, dtype, out_dtype, x, y, *, prim):
+    # LLVM's shifts are undefined for a count outside [0, bits), where NumPy's are not: the
+    # count is masked into range and the lanes it was outside of take NumPy's result.
+    bits = dtype.itemsize * 8
+    zero = ctx.constant(0, dtype)
+    in_range = f"(({y} >= {zero}) & ({y} < {ctx.constant(bits, dtype)}))"
+    count = f"({y} & {ctx.constant(bits - 1, dtype)})"
+    if prim == "shift_left":
+        shifted, out_of_range = f"({x} << {count})", zero
+    else:
+        shifted, out_of_range = f"({x} >> {count})", _sign_fill(ctx, dtype, x, bits)
+    select = ctx.function(INTRINSICS, "select")
+    return f"{select}({in_range}, {_narrow(dtype, shifted)}, {out_of_range})"
+
+
+def _sign_fill(ctx, dtype, x, bits):
+    """Every bit the sign bit: what shifting a signed ``x`` right by ``bits`` leaves."""
+    if dtype.kind == "u":
+        return ctx.constant(0, dtype)
+    return _narrow(dtype, f"({x} >> {ctx.constant(bits - 1, dtype)})")
+
+
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -187,6 +212,7 @@ def _integer_pow(ctx, dtype, out_dtype, x, *, y, **_):
     elif exponent <= 4:
         power = "(" + " * ".join([x] * exponent) + ")"
     else:
+        exponent = escape.number(exponent, dtypes.int64, "np")
         power = f"{ctx.function(INTRINSICS, 'integer_pow')}({x}, {exponent}, {one})"
     return f"({one} / {power})" if y < 0 else _narrow(dtype, power)
 
@@ -215,15 +241,5 @@ def emit(ctx: ScalarContext, prim: str, in_dtype, out_dtype, args, params) -> st
 
 def literal_source(value, dtype: np.dtype) -> str:
     """Python source for a scalar constant of ``dtype``, exact (round-trips every float)."""
-    value = np.asarray(value, dtype=dtype).item()
-    if dtype == dtypes.bool_:
-        return repr(bool(value))
-    if _is_float(dtype):
-        if np.isnan(value):
-            text = "np.nan"
-        elif np.isinf(value):
-            text = "np.inf" if value > 0 else "-np.inf"
-        else:
-            text = repr(float(value))
-        return cast(dtype, text)
-    return cast(dtype, repr(int(value)))
+    text = escape.number(value, dtype, "np")
+    return text if dtype == dtypes.bool_ else cast(dtype, text)

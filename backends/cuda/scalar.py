@@ -10,11 +10,10 @@ goes through libdevice's float32 or float64 variant by name (``expf``/``exp``).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...ir import dtypes
+from .. import source as escape
 
 TYPE_NAMES = {
     dtypes.float32: "float32",
@@ -32,18 +31,8 @@ def type_name(dtype) -> str:
 def constant(value, dtype) -> str:
     """A typed constant: ``float32(1.5)``, ``int64(-3)``, ``float64(-math.inf)``, ``True``."""
     dtype = np.dtype(dtype)
-    if dtype == dtypes.bool_:
-        return "True" if bool(value) else "False"
-    if dtype.kind == "f":
-        value = float(value)
-        if math.isnan(value):
-            text = "math.nan"
-        elif math.isinf(value):
-            text = "math.inf" if value > 0 else "-math.inf"
-        else:
-            text = repr(value)
-        return f"{type_name(dtype)}({text})"
-    return f"{type_name(dtype)}({int(value)})"
+    text = escape.number(value, dtype, "math")
+    return text if dtype == dtypes.bool_ else f"{type_name(dtype)}({text})"
 
 
 def cast(expr: str, dtype) -> str:
@@ -180,11 +169,36 @@ SCALAR_RULES["max"] = lambda args, eqn: maximum(*args, _dtype(eqn))
 SCALAR_RULES["min"] = lambda args, eqn: minimum(*args, _dtype(eqn))
 
 
-@_rule("and", "or")
+_BITWISE = {"and": "&", "or": "|", "xor": "^"}
+
+
+@_rule(*_BITWISE)
 def _bitwise(args, eqn):
-    op = "&" if eqn.prim.name == "and" else "|"
-    expr = f"{args[0]} {op} {args[1]}"
+    expr = f"{args[0]} {_BITWISE[eqn.prim.name]} {args[1]}"
     return f"({expr})" if _dtype(eqn) == dtypes.bool_ else wrap(expr, _dtype(eqn))
+
+
+@_rule("shift_left", "shift_right_arithmetic")
+def _shift(args, eqn):
+    # LLVM's shifts are undefined for a count outside [0, bits), where NumPy's are not: the
+    # count is masked so the shift is always defined (LLVM may evaluate both arms of the
+    # conditional), and NumPy's result is taken where the count was out of range.
+    (x, y), dtype = args, _dtype(eqn)
+    bits = dtype.itemsize * 8
+    in_range = f"{y} >= {constant(0, dtype)} and {y} < {constant(bits, dtype)}"
+    count = f"({y} & {constant(bits - 1, dtype)})"
+    if eqn.prim.name == "shift_left":
+        shifted, out_of_range = wrap(f"{x} << {count}", dtype), constant(0, dtype)
+    else:
+        shifted, out_of_range = wrap(f"{x} >> {count}", dtype), _sign_fill(x, dtype, bits)
+    return f"({shifted} if {in_range} else {out_of_range})"
+
+
+def _sign_fill(x: str, dtype, bits: int) -> str:
+    """Every bit the sign bit: what shifting a signed ``x`` right by ``bits`` leaves."""
+    if dtype.kind == "u":
+        return constant(0, dtype)
+    return wrap(f"{x} >> {constant(bits - 1, dtype)}", dtype)
 
 
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -217,5 +231,5 @@ def _integer_pow(args, eqn):
     elif _is_float(eqn):
         power = libdevice("pow", dtype, x, constant(abs(y), dtype))
     else:
-        power = wrap(f"{x} ** {abs(y)}", dtype)
+        power = wrap(f"{x} ** {escape.number(abs(y), dtypes.int64, 'math')}", dtype)
     return power if y > 0 else f"({one} / {power})"

@@ -100,7 +100,7 @@ def rule(name, args, *in_axes):
 # ------------------------------------------------------------------ elementwise
 
 POSITIVE_ONLY = {"log", "log1p", "sqrt", "rsqrt", "pow"}
-INTEGER_ONLY = {"not", "and", "or"}
+INTEGER_ONLY = {"not", "and", "or", "xor", "shift_left", "shift_right_arithmetic"}
 
 
 def _operand(name):
