@@ -1,15 +1,22 @@
 """Generated modules and their compiled code: in memory, and on disk under ``cache_dir``.
 
-A program's key is a hash of its generated source and of everything else that decides
-the machine code: the numbax, Numba and Python versions, and the source of the helper
-modules the generated code inlines (``fastmath``, ``intrinsics``, ``mathlib``), which
-Numba's own cache does not track. On disk the source is a ``.py`` module named after the
-key, written once and atomically (temporary file + ``os.replace``), so concurrent
-processes never read half a file. It is imported under that name and registered in
-``sys.modules``, and its function is compiled for the module's ``SIGNATURE`` with Numba's
-disk cache, whose object code sits next to it (``__pycache__``): a later process loads
-it without compiling. An entry that cannot be read or loaded is compiled afresh, with a
-warning, never an error.
+A program's key is a hash of its generated source without comments (``program_text``:
+a comment's file:line moves with the user's code, the program does not) and of
+everything else that decides the machine code: the numbax, Numba and Python versions,
+and the source of the helper modules the generated code inlines (``fastmath``,
+``intrinsics``, ``mathlib``), which Numba's own cache does not track. On disk the source
+is a ``.py`` module named after the key, written once and atomically (temporary file +
+``os.replace``), so concurrent processes never read half a file. It is imported under
+that name and registered in ``sys.modules``, and its function is compiled for the
+module's ``SIGNATURE`` with Numba's disk cache, whose object code sits next to it
+(``__pycache__``): a later process loads it without compiling. Numba checks that the
+module file is unchanged (a hash of its bytes), so a file that holds the program is
+left as it is, whoever's comments it carries. An entry that cannot be read or loaded is
+compiled afresh, with a warning, never an error.
+
+Any number of threads may load at once: one compiles or loads each program, and each
+generated module, while the others asking for it wait (``KeyedLock``), and a module
+enters ``sys.modules`` only once it has run to its end.
 
 A new process spends most of a cache hit inside Numba, so the cache is Numba's with one
 change (``_LeanCache``): before loading object code, Numba imports every implementation
@@ -32,9 +39,12 @@ import types
 import warnings
 from pathlib import Path
 
+from ..compile_cache import KeyedLock, program_text, same_program
+
 _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
 _HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py")
 MATHLIB_PREFIX = "numbax_cpu_mathlib_"  # see mathlib.py
+_ONE_THREAD = KeyedLock()  # per program key and per module name
 
 
 @functools.cache
@@ -56,31 +66,33 @@ def _environment() -> str:
 
 def program_key(source: str) -> str:
     digest = hashlib.sha256(_environment().encode())
-    digest.update(source.encode())
+    digest.update(program_text(source).encode())
     return digest.hexdigest()[:24]
 
 
 def load(source: str, function_name: str, cache_dir: str | None):
     """The function ``function_name`` of the generated module ``source``, compiled."""
     key = program_key(source)
-    if key not in _LOADED:
-        module_name = f"numbax_cpu_{function_name}_{key}"
-        if cache_dir is None:
-            function = getattr(load_module(source, module_name, None), function_name)
-            _compile(function, function.py_func.__globals__["SIGNATURE"], cached=False)
-        else:
-            function = _load_compiled(source, module_name, function_name, Path(cache_dir))
-        _LOADED[key] = function
-    return _LOADED[key]
+    with _ONE_THREAD(key):
+        if key not in _LOADED:
+            module_name = f"numbax_cpu_{function_name}_{key}"
+            if cache_dir is None:
+                function = getattr(load_module(source, module_name, None), function_name)
+                _compile(function, function.py_func.__globals__["SIGNATURE"], cached=False)
+            else:
+                function = _load_compiled(source, module_name, function_name, Path(cache_dir))
+            _LOADED[key] = function
+        return _LOADED[key]
 
 
 def load_module(source: str, module_name: str, cache_dir: str | None) -> types.ModuleType:
     """Import generated ``source`` as ``module_name``, from ``cache_dir`` when given."""
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    if cache_dir is None:
-        return _module_from_source(module_name, source)
-    return _import(module_name, _written(module_name, source, Path(cache_dir) / "cpu"))
+    with _ONE_THREAD(module_name):
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        if cache_dir is None:
+            return _module_from_source(module_name, source)
+        return _import(module_name, _written(module_name, source, Path(cache_dir) / "cpu"))
 
 
 def _load_compiled(source: str, module_name: str, function_name: str, cache_dir: Path):
@@ -143,10 +155,12 @@ def _module_from_source(module_name: str, source: str) -> types.ModuleType:
 
 
 def _written(module_name: str, source: str, folder: Path) -> Path:
-    """The path of the module file holding ``source``, (re)written if it does not."""
+    """The path of the module file holding ``source``'s program, (re)written if it does
+    not (``same_program``)."""
     path = folder / f"{module_name}.py"
     try:
-        if _read(path) != source:
+        existing = _read(path)
+        if existing is None or not same_program(existing, source):
             _write_atomically(path, source)
     except OSError as err:
         fallback = _temporary_folder()
@@ -185,17 +199,14 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _import(module_name: str, path: Path) -> types.ModuleType:
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # Numba's cache finds the function through it
-    try:
+    with _ONE_THREAD(module_name):
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[module_name]
-        raise
-    return module
+        sys.modules[module_name] = module  # Numba's cache finds the function through it
+        return module
 
 
 def _compiled_files(folder: Path, prefixes) -> list[Path]:

@@ -5,17 +5,19 @@ then launches the kernels in order on one stream. Control flow runs on the host
 (``control``): it reads a branch index or a loop condition back, and launches the
 chosen body's kernels, once per iteration. Intermediates live in the buffers of
 the memory plan (``passes.plan_memory``: a buffer is reused once every reader of its
-previous value has run); they are allocated on the first call and kept, like the
-kernels' scratch space and the program's constants. Outputs get fresh device arrays on
-every call, so a result stays valid however often the function runs again. Results are
-Numba device arrays: they implement ``__cuda_array_interface__`` (CuPy, PyTorch and
-the next numbax call take them without a copy) and ``np.asarray`` copies them to the
-host. Nothing waits for the GPU: reading a result on the host does.
+previous value has run, as ``passes.memory.Liveness.overwrite_refusal`` proves; no
+kernel writes over one of its own operands); they are allocated on the first call and
+kept, like the kernels' scratch space and the program's constants. Outputs get fresh
+device arrays on every call, so a result stays valid however often the function runs
+again. Results are Numba device arrays: they implement ``__cuda_array_interface__``
+(CuPy, PyTorch and the next numbax call take them without a copy) and ``np.asarray``
+copies them to the host. Nothing waits for the GPU: reading a result on the host does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 
 import numpy as np
@@ -23,11 +25,11 @@ import numpy as np
 from ...ir.core import Literal, Var
 from ...passes import plan_memory
 from . import control, cublas, device
-from .loader import compile_kernel, load_module
+from .loader import program_kernels
 from .options import simulating
 from .program import Block, ControlStep, CudaProgram
 
-_COMPILED: dict = {}  # module name -> kernels, so equal programs compile once per process
+_SIMULATING = threading.Lock()  # see _quiet_simulator
 
 
 class CudaExecutable:
@@ -39,24 +41,20 @@ class CudaExecutable:
         self.program = program
         self.source = program.source
         self.executions = 0
-        if program.module_name not in _COMPILED:
-            module, in_file = load_module(program.module_name, program.source)
-            kernels, epilogues = [], {}
-            for step in program.kernels:
-                kernels.append(
-                    compile_kernel(getattr(module, step.kernel.name), step.kernel, in_file)
-                )
-                plan = step.kernel.cublas
-                if plan is not None and plan.epilogue is not None:
-                    function = getattr(module, plan.epilogue.name)
-                    epilogues[step.number] = compile_kernel(function, plan.epilogue, in_file)
-            _COMPILED[program.module_name] = kernels, epilogues
-        self.kernels, self.epilogues = _COMPILED[program.module_name]
+        self.kernels, self.epilogues = program_kernels(program)
         self._plans = {id(block): _plan(block) for block in _blocks(program.block)}
         self._workspace = None  # planned buffers, scratch and constants, on first call
         self._launchers = None
+        self._one_call = threading.Lock()
 
     def __call__(self, *args):
+        # Calls share the workspace, and the first one allocates it: one call at a time
+        # (its launches queue on the default stream, so the next call's writes to the
+        # workspace run after this call's kernels have read it).
+        with self._one_call:
+            return self._run(*args)
+
+    def _run(self, *args):
         from numba import cuda
 
         self.executions += 1
@@ -162,11 +160,12 @@ class CudaExecutable:
 @contextlib.contextmanager
 def _quiet_simulator():
     """The simulator computes with NumPy scalars, which warn on 1/0 and overflow; the GPU
-    returns inf/nan silently, and so does the simulated run."""
+    returns inf/nan silently, and so does the simulated run. The simulator keeps the
+    running kernel in a global, so simulated programs run one at a time."""
     if not simulating():
         yield
         return
-    with warnings.catch_warnings():
+    with _SIMULATING, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
 

@@ -1,17 +1,21 @@
 """Turning the generated module source into CUDA kernels, or into PTX.
 
-The module is written to the compile cache folder (named by a hash of its source, via a
-temporary file and a rename, so a concurrent writer never leaves half a file) and
-imported under that name in ``sys.modules``, which lets Numba cache each kernel's
-compiled code beside it: a second process finds it on disk. Without a cache folder the
-source is executed in memory (registered with ``linecache`` so tracebacks show it).
+The module is written to the compile cache folder (named by a hash of its source without
+comments, ``module_name``, via a temporary file and a rename, so a concurrent writer
+never leaves half a file) and imported under that name in ``sys.modules``, which lets
+Numba cache each kernel's compiled code beside it: a second process finds it on disk.
+Numba checks the file's bytes, so a file that differs from the source only in comments
+(the user's file:line) is kept. Without a cache folder the source is executed in memory
+(registered with ``linecache`` so tracebacks show it).
 
 Every kernel argument is a flat C-contiguous array, so the signatures are fixed at
-generation time and the kernels compile eagerly, when the program is compiled.
+generation time and the kernels compile eagerly, when the program is compiled: once
+per process (``program_kernels``), by the first thread that asks, while the others wait.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import linecache
 import os
@@ -20,9 +24,19 @@ import tempfile
 import types
 
 from ...config import config
+from ..compile_cache import KeyedLock, program_text, same_program
 from .options import simulating
 
 PTX_COMPUTE_CAPABILITY = (9, 0)  # sm_90: H100/H200
+
+_ONE_THREAD = KeyedLock()  # per module name
+_COMPILED: dict = {}  # module name -> kernels, so equal programs compile once per process
+
+
+def module_name(identifier: str, source: str) -> str:
+    """The name a program's module is imported and cached under: equal programs share it."""
+    digest = hashlib.sha256(program_text(source).encode()).hexdigest()[:16]
+    return f"numbax_cuda_{identifier}_{digest}"
 
 
 def _cache_path(module_name: str, source: str) -> str | None:
@@ -33,10 +47,10 @@ def _cache_path(module_name: str, source: str) -> str | None:
     try:
         os.makedirs(folder, exist_ok=True)
         with open(path, encoding="utf-8") as existing:
-            if existing.read() == source:
+            if same_program(existing.read(), source):
                 return path
-    except FileNotFoundError:
-        pass
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass  # no file, or a damaged one: (re)write it
     except OSError:
         return None
     try:
@@ -51,25 +65,47 @@ def _cache_path(module_name: str, source: str) -> str | None:
 
 def load_module(module_name: str, source: str) -> tuple[types.ModuleType, bool]:
     """The module, and whether it lives in a file (so Numba may cache its kernels)."""
-    if module_name in sys.modules:
+    with _ONE_THREAD(module_name):
+        if module_name not in sys.modules:
+            # Registered once it has run to its end: no thread sees half a module.
+            sys.modules[module_name] = _executed(module_name, source)
         module = sys.modules[module_name]
         return module, bool(getattr(module, "__file__", None))
+
+
+def _executed(module_name: str, source: str) -> types.ModuleType:
     path = _cache_path(module_name, source)
     if path is not None:
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-            return module, True
+            return module
         except Exception:  # noqa: BLE001 - a corrupt cache entry: compile in memory
-            del sys.modules[module_name]
+            pass
     module = types.ModuleType(module_name)
     filename = f"<numbax-cuda {module_name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), module.__dict__)
-    sys.modules[module_name] = module
-    return module, False
+    return module
+
+
+def program_kernels(program) -> tuple[list, dict]:
+    """The compiled kernels of ``program``, in order, and its cuBLAS epilogue kernels by
+    step number; compiled once per process for every program with this module."""
+    with _ONE_THREAD(program.module_name):
+        if program.module_name not in _COMPILED:
+            module, in_file = load_module(program.module_name, program.source)
+            kernels, epilogues = [], {}
+            for step in program.kernels:
+                function = getattr(module, step.kernel.name)
+                kernels.append(compile_kernel(function, step.kernel, in_file))
+                plan = step.kernel.cublas
+                if plan is not None and plan.epilogue is not None:
+                    function = getattr(module, plan.epilogue.name)
+                    epilogues[step.number] = compile_kernel(function, plan.epilogue, in_file)
+            _COMPILED[program.module_name] = kernels, epilogues
+        return _COMPILED[program.module_name]
 
 
 def signature(kernel):

@@ -113,3 +113,67 @@ def test_an_unwritable_cache_dir_falls_back_to_a_temporary_folder(tmp_path, monk
     with pytest.warns(RuntimeWarning, match="cannot write the compile cache"):
         executable = _compile(7.0)
     np.testing.assert_allclose(executable(np.ones((3, 2)))[0], [24.0, 24.0])
+
+
+_SCRIPT = """
+import os
+
+import numpy as np
+import numbax
+
+SCALE = 2.5
+OFFSETS = np.arange(7.0)
+
+
+def helper(x):
+    return np.exp(x) - x
+
+
+@numbax.jit
+def program(x):
+    return helper(x) * SCALE + OFFSETS
+
+
+x = np.linspace(0.0, 1.0, 7)
+np.testing.assert_allclose(program(x), (np.exp(x) - x) * SCALE + OFFSETS, rtol=1e-12)
+executable = program.lower(x).compile()
+assert os.path.basename(__file__) + ":" in executable.source  # this file's lines
+print(sum(executable.function.stats.cache_hits.values()))
+"""
+
+
+def _disk_hits(script: str, path, cache_dir) -> int:
+    """Run ``script`` as the file ``path`` in a new process: how often it loaded the
+    program's compiled code from the disk cache (0: it compiled)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script)
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(cache_dir), NUMBAX_BACKEND="cpu")
+    run = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return int(run.stdout.split()[-1])
+
+
+def test_moving_a_function_keeps_its_cache_and_editing_it_recompiles(tmp_path):
+    cache_dir = tmp_path / "cache"
+    assert _disk_hits(_SCRIPT, tmp_path / "first.py", cache_dir) == 0
+    shifted = "# the same program, a few lines further down\n\n\n" + _SCRIPT
+    assert _disk_hits(shifted, tmp_path / "elsewhere" / "second.py", cache_dir) == 1
+    new_values = _SCRIPT.replace("np.arange(7.0)", "np.arange(7.0) ** 2")
+    assert _disk_hits(new_values, tmp_path / "values.py", cache_dir) == 1  # constants are data
+    edits = {
+        "body": ("* SCALE + OFFSETS", "* SCALE - OFFSETS"),
+        "global": ("SCALE = 2.5", "SCALE = 3.5"),
+        "helper": ("np.exp(x) - x", "np.exp(x) + x"),
+    }
+    for what, (old, new) in edits.items():
+        edited = _SCRIPT.replace(old, new)
+        assert _disk_hits(edited, tmp_path / f"{what}.py", cache_dir) == 0, what
+
+
+def test_programs_differing_only_in_comments_share_a_key():
+    source = "def f(x):  # from a.py:3\n    # kernel 0\n    return x + 1  # '#' (b.py:9)\n"
+    moved = "def f(x):  # from c.py:30\n    # kernel 0\n    return x + 1  # '#' (d.py:90)\n"
+    assert cache.program_key(source) == cache.program_key(moved)
+    assert cache.program_key(source) != cache.program_key(source.replace("+ 1", "+ 2"))
+    literal = "def f(x):\n    return x + '#1'\n"
+    assert cache.program_key(literal) != cache.program_key(literal.replace("#1", "#2"))
