@@ -63,6 +63,7 @@ register(
 
 
 def _squeeze_rule(x: ShapedArray, *, dimensions):
+    check(len(set(dimensions)) == len(dimensions), "squeeze", f"repeated dims {dimensions}")
     for d in dimensions:
         check(0 <= d < x.ndim and x.shape[d] == 1, "squeeze", f"cannot squeeze dim {d}")
     return ShapedArray([s for i, s in enumerate(x.shape) if i not in dimensions], x.dtype)
@@ -79,6 +80,7 @@ register(
 def _expand_dims_rule(x: ShapedArray, *, dimensions):
     ndim = x.ndim + len(dimensions)
     check(all(0 <= d < ndim for d in dimensions), "expand_dims", "dimension out of range")
+    check(len(set(dimensions)) == len(dimensions), "expand_dims", f"repeated dims {dimensions}")
     shape = list(x.shape)
     for d in sorted(dimensions):
         shape.insert(d, 1)
@@ -133,11 +135,14 @@ def _dynamic_slice_rule(x: ShapedArray, *starts: ShapedArray, slice_sizes):
 
 
 def _clamped_starts(shape, sizes, starts):
-    # Out-of-range starts are clamped so the slice stays inside, as in XLA.
+    """Each start clamped into ``[0, size - window]`` so the window stays inside, as in
+    XLA: ``dynamic_slice`` and ``dynamic_update_slice`` never read or write outside the
+    array, and a negative start means 0 (numbax does not wrap negative starts)."""
     return [int(min(max(int(s), 0), d - n)) for s, d, n in zip(starts, shape, sizes, strict=False)]
 
 
 def _dynamic_slice(x, *starts, slice_sizes):
+    """The window of ``slice_sizes`` at ``starts``, each start clamped so the window fits."""
     starts = _clamped_starts(x.shape, slice_sizes, starts)
     return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes, strict=False))]
 
@@ -149,6 +154,11 @@ def _dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *starts: Sha
     check(len(starts) == x.ndim == update.ndim, "dynamic_update_slice", "rank mismatch")
     check(x.dtype == update.dtype, "dynamic_update_slice", "dtype mismatch")
     check(
+        all(s.shape == () and dtypes.is_integer(s.dtype) for s in starts),
+        "dynamic_update_slice",
+        "starts must be integer scalars",
+    )
+    check(
         all(u <= d for u, d in zip(update.shape, x.shape, strict=False)),
         "dynamic_update_slice",
         "too big",
@@ -157,6 +167,8 @@ def _dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *starts: Sha
 
 
 def _dynamic_update_slice(x, update, *starts):
+    """``x`` with ``update`` written at ``starts``, each start clamped so the update fits:
+    unlike a scatter nothing is dropped (XLA's rule; JAX's too)."""
     starts = _clamped_starts(x.shape, update.shape, starts)
     out = np.array(x, copy=True)
     out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape, strict=False))] = update
@@ -173,7 +185,9 @@ def _gather_rule(x: ShapedArray, indices: ShapedArray, *, axis):
 
 
 def _gather(x, indices, *, axis):
-    # Out-of-range indices clamp, as in JAX: a compiled program cannot raise IndexError.
+    """``x`` indexed by ``indices`` along ``axis``. An index outside ``[0, size)`` is
+    clamped into it (negative reads entry 0), as JAX's gathers: a compiled program cannot
+    raise IndexError. The front end wraps NumPy's negative indices before this."""
     return np.take(x, indices, axis=axis, mode="clip")
 
 
@@ -184,6 +198,8 @@ SCATTER_MODES = ("add", "set", "mul", "min", "max")
 
 def _scatter_rule(x: ShapedArray, indices: ShapedArray, updates: ShapedArray, *, axis, mode):
     check(mode in SCATTER_MODES, "scatter", f"unknown mode {mode!r}")
+    check(0 <= axis < x.ndim, "scatter", f"axis {axis} out of range for {x.str_short()}")
+    check(dtypes.is_integer(indices.dtype), "scatter", "indices must be integers")
     check(x.dtype == updates.dtype, "scatter", "dtype mismatch")
     expected = x.shape[:axis] + indices.shape + x.shape[axis + 1 :]
     check(updates.shape == expected, "scatter", f"updates must have shape {expected}")
@@ -194,12 +210,16 @@ _SCATTER_UFUNCS = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": 
 
 
 def _scatter(x, indices, updates, *, axis, mode):
+    """``x`` with each update combined in at its index along ``axis``. An update whose
+    index lies outside ``[0, size)`` (negative included) is dropped, as JAX's scatters:
+    writing it to a clamped position would overwrite an entry the program never named."""
     out = np.array(x, copy=True)
-    indices = np.clip(indices, 0, x.shape[axis] - 1) if x.shape[axis] else indices
     moved = np.moveaxis(out, axis, 0)
     moved_updates = np.moveaxis(
         updates, list(range(axis, axis + indices.ndim)), list(range(indices.ndim))
     )
+    kept = (indices >= 0) & (indices < x.shape[axis])
+    indices, moved_updates = indices[kept], moved_updates[kept]
     if mode == "set":
         moved[indices] = moved_updates
     else:
@@ -213,6 +233,7 @@ register("scatter", Pattern.OPAQUE, _scatter_rule, _scatter)
 def _concatenate_rule(*xs: ShapedArray, dimension):
     check(len(xs) >= 1, "concatenate", "needs at least one operand")
     first = xs[0]
+    check(0 <= dimension < first.ndim, "concatenate", f"dimension {dimension} out of range")
     for x in xs:
         check(x.dtype == first.dtype and x.ndim == first.ndim, "concatenate", "operands differ")
         check(
@@ -255,6 +276,7 @@ register("pad", Pattern.INJECTIVE, _pad_rule, _pad)
 
 def _iota_rule(*, dtype, shape, dimension):
     check(0 <= dimension < len(shape), "iota", "dimension out of range")
+    check(dtype.kind in "iuf", "iota", f"unsupported dtype {dtype}")
     return ShapedArray(shape, dtype)
 
 

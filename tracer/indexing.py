@@ -5,6 +5,12 @@ Basic indices (ints, slices, None, Ellipsis) become ``slice``/``squeeze``/
 one ``gather`` over the indexed axes, placed where NumPy's advanced-indexing rules put
 it. ``x.at[idx].op(v)`` indexes an iota of flat positions with the same machinery and
 scatters into the flattened array, so every index form that reads also writes.
+
+Out-of-range integer indices (JAX's rule; README "Out-of-range indices"): a negative
+index counts from the end once, as in NumPy; what is still outside the axis then
+- reads the nearest entry (clamped) when the index is traced (``x[i]``, ``take``,
+  ``take_along_axis``); a concrete one raises IndexError, as NumPy does;
+- drops its update in ``x.at[idx].set/add/multiply/min/max``, traced or concrete.
 """
 
 from __future__ import annotations
@@ -87,7 +93,7 @@ def _normalize(x, idx):
     # Each None becomes a new size-1 axis of x indexed by a full slice.
     new_axes = [k for k, i in enumerate(items) if i is None]
     if new_axes:
-        x = lax.expand_dims(x, new_axes)
+        x = lax.expand_dims(x, new_axes) if isinstance(x, Tracer) else np.expand_dims(x, new_axes)
         items = [slice(None) if i is None else i for i in items]
     return x, items, split
 
@@ -115,8 +121,11 @@ def _expand_masks(shape, items):
 
 
 def getitem(x, idx):
-    x = asarray(x)
-    x, items, split = _normalize(x, idx)
+    return _index(*_normalize(asarray(x), idx))
+
+
+def _index(x, items, split):
+    """``x`` indexed by normalized ``items`` (one per axis)."""
     advanced = [
         k
         for k, i in enumerate(items)
@@ -208,8 +217,13 @@ def _advanced(x, items, advanced, split=None):
     sizes = [x.shape[a] for a in advanced]
     flat = lax.reshape(moved, (int(np.prod(sizes, dtype=np.int64)),) + moved.shape[len(sizes) :])
     linear = None
-    for index, stride in zip(indices, np.cumprod([1] + sizes[::-1][:-1])[::-1], strict=False):
+    strides = np.cumprod([1] + sizes[::-1][:-1])[::-1]
+    for index, size, stride in zip(indices, sizes, strides, strict=True):
         index = asarray(convert(index, dtypes.int64))
+        if isinstance(index, Tracer):
+            # Clamp each index in its own axis: the gather's clamp of the linear index
+            # would carry an overflow into the neighbouring row.
+            index = lax.min(lax.max(index, np.int64(0)), np.int64(max(size - 1, 0)))
         term = lax.mul(index, np.int64(stride)) if stride != 1 else index
         linear = term if linear is None else lax.add(linear, term)
     out = lax.gather(flat, linear, 0)
@@ -228,14 +242,56 @@ def _contains_tracer(idx) -> bool:
     return any(isinstance(i, Tracer) for i in items)
 
 
-def update(x, idx, values, mode: str):
-    """Functional ``x[idx] op= values``: a scatter into the flattened array."""
-    x = asarray(x)
-    if _contains_tracer(idx):
-        flat_positions = lax.reshape(lax.iota(dtypes.int64, (x.size,)), x.shape)
-        positions = getitem(flat_positions, idx)
+def _in_axis_or_past_end(i, size: int):
+    """An integer index with NumPy's negatives wrapped once, and every entry still outside
+    ``[0, size)`` replaced by ``size``: the position one past the end of the axis."""
+    if _is_int_scalar(i):
+        i = int(i) + size if i < 0 else int(i)
+        return i if 0 <= i < size else size
+    if isinstance(i, Tracer):
+        i = lax.convert_element_type(i, dtypes.int64)
+        wrapped = lax.select(lax.lt(i, np.int64(0)), lax.add(i, np.int64(size)), i)
+        inside = lax.bitwise_and(lax.ge(wrapped, np.int64(0)), lax.lt(wrapped, np.int64(size)))
+        return lax.select(inside, wrapped, np.int64(size))
+    i = np.asarray(i).astype(np.int64)
+    wrapped = np.where(i < 0, i + size, i)
+    return np.where((wrapped >= 0) & (wrapped < size), wrapped, size)
+
+
+def _updated_positions(shape, idx):
+    """The flat position of each entry of an array of ``shape`` that ``idx`` names.
+
+    An update at an out-of-range integer index is dropped, as in JAX: each integer-indexed
+    axis gets one extra entry holding the position one past the whole array, every
+    out-of-range index is sent to it, and the scatter drops what lands past the end.
+    """
+    size = int(np.prod(shape, dtype=np.int64))
+    traced = _contains_tracer(idx)
+    if traced:
+        positions = lax.reshape(lax.iota(dtypes.int64, (size,)), shape)
     else:
-        positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)[idx]
+        positions = np.arange(size, dtype=np.int64).reshape(shape)
+    positions, items, split = _normalize(positions, idx)
+    padding = [(0, 0)] * len(items)
+    for axis, i in enumerate(items):
+        is_array = isinstance(i, (np.ndarray, Tracer)) and dtypes.is_integer(i.dtype)
+        if is_array or _is_int_scalar(i):
+            items[axis] = _in_axis_or_past_end(i, positions.shape[axis])
+            padding[axis] = (0, 1)
+    if traced:
+        return _index(lax.pad(positions, np.int64(size), padding), items, split)
+    padded = np.pad(positions, padding, constant_values=size)
+    if split is not None:  # keep the zero-width Ellipsis that separates the arrays
+        items.insert(split, Ellipsis)
+    return padded[tuple(items)]
+
+
+def update(x, idx, values, mode: str):
+    """Functional ``x[idx] op= values``: a scatter into the flattened array. An update
+    whose integer index is outside its axis (after wrapping a negative one once) is
+    dropped, traced or concrete, as JAX does."""
+    x = asarray(x)
+    positions = _updated_positions(x.shape, idx)
     values = asarray(convert(operand(values), x.dtype))
     target = np.shape(positions)
     if broadcast_shapes(np.shape(values), target, operation=f".at[].{mode}") != target:
@@ -290,8 +346,8 @@ class IndexUpdateHelper:
 
 def take(a, indices, axis=None, mode=None):
     x = asarray(a)
-    if axis is None:
-        x, axis = lax.reshape(x, (x.size,)), 0
+    if axis is None or x.ndim == 0:  # NumPy's take sees a 0-d array as shape (1,)
+        x, axis = lax.reshape(x, (x.size,)), 0 if axis is None else axis
     from .promote import normalize_axis
 
     axis = normalize_axis(axis, x.ndim, "take")

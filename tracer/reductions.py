@@ -25,11 +25,25 @@ def _keep(out, x_shape, axes, keepdims):
     return lax.reshape(out, [1 if i in axes else d for i, d in enumerate(x_shape)])
 
 
+def _ufunc_reduce_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+    """NumPy's ufunc reductions (sum, prod, max, min) let a 0-d array take an int axis of
+    0 or -1 (not a tuple), and reduce nothing; anything else goes through the one axis
+    check."""
+    if ndim == 0 and isinstance(axis, (int, np.integer)) and int(axis) in (0, -1):
+        return ()
+    return normalize_axes(axis, ndim, name)
+
+
+def _as_1d_if_scalar(x):
+    """NumPy's argmax, argmin, cumsum and take see a 0-d array as one of shape (1,)."""
+    return lax.reshape(x, (1,)) if x.ndim == 0 else x
+
+
 def _reduction(prim_fn, name, accumulate=True):
     def fn(a, axis=None, dtype=None, keepdims=False, **unsupported):
         _no_extra(name, unsupported)
         x = asarray(a)
-        axes = normalize_axes(axis, x.ndim, name)
+        axes = _ufunc_reduce_axes(axis, x.ndim, name)
         out_dtype = _accumulator_dtype(x.dtype, dtype) if accumulate else x.dtype
         if not accumulate and any(x.shape[i] == 0 for i in axes):
             raise ShapeError(
@@ -100,6 +114,8 @@ def _arg(prim_fn, name):
         if axis is None:
             out = prim_fn(lax.reshape(x, (x.size,)), 0)
             return lax.reshape(out, (1,) * x.ndim) if keepdims else out
+        if x.ndim == 0:
+            return prim_fn(_as_1d_if_scalar(x), normalize_axis(axis, 1, name))
         axis = normalize_axis(axis, x.ndim, name)
         if x.shape[axis] == 0:
             raise ShapeError(at_line(f"{name} of an empty axis", user_frame_info()))
@@ -117,6 +133,7 @@ def cumsum(a, axis=None, dtype=None):
     x = asarray(a)
     if axis is None:
         x, axis = lax.reshape(x, (x.size,)), 0
+    x = _as_1d_if_scalar(x)
     axis = normalize_axis(axis, x.ndim, "cumsum")
     return lax.cumsum(convert(x, _accumulator_dtype(x.dtype, dtype)), axis)
 

@@ -7,7 +7,8 @@ import builtins
 
 import numpy as np
 
-from ..ir.errors import ShapeError, UnsupportedFunctionError, at_line
+from ..ir import dtypes
+from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
 from . import lax
 from .promote import (
     asarray,
@@ -91,6 +92,8 @@ def squeeze(a, axis=None):
     x = asarray(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    elif x.ndim == 0 and isinstance(axis, (int, np.integer)) and int(axis) in (0, -1):
+        return x  # NumPy lets a 0-d array squeeze an int axis 0 or -1 (not a tuple)
     else:
         axes = normalize_axes(axis, x.ndim, "squeeze")
         for i in axes:
@@ -127,12 +130,52 @@ def atleast_1d(x):
     return lax.reshape(x, (1,)) if x.ndim == 0 else x
 
 
-def concatenate(arrays, axis=0, dtype=None):
+_CASTING_RULES = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _cast_all(xs, dtype, casting, operation):
+    """``xs`` in ``dtype`` (default: their result type), each cast checked against the
+    ``casting`` rule as NumPy's ``can_cast`` does."""
+    if casting not in _CASTING_RULES:
+        raise ValueError(
+            at_line(
+                f"{operation}: casting must be one of {', '.join(map(repr, _CASTING_RULES))} "
+                f"(got {casting!r})",
+                user_frame_info(),
+            )
+        )
+    target = dtypes.canonicalize(dtype) if dtype is not None else result_type(*xs)
+    for x in xs:
+        source = x.dtype if hasattr(x, "dtype") else dtypes.canonicalize(np.result_type(x))
+        if not np.can_cast(source, target, casting):
+            raise NumbaxTypeError(
+                at_line(
+                    f"{operation}: cannot cast array data from {source!r} to {target!r} "
+                    f"according to the rule {casting!r}; pass casting='unsafe' to allow it, or "
+                    "convert with x.astype(...) first",
+                    user_frame_info(),
+                )
+            )
+    return [asarray(convert(x, target)) for x in xs]
+
+
+def _no_out(operation, out):
+    if out is not None:
+        raise UnsupportedFunctionError(
+            at_line(
+                f"{operation}(..., out=) is not supported on traced arrays; use the "
+                f"returned array (y = np.{operation}(...))",
+                user_frame_info(),
+            )
+        )
+
+
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    _no_out("concatenate", out)
     xs = [operand(a) for a in arrays]
     if not xs:
         raise _shape_error("concatenate needs at least one array")
-    target = dtype or result_type(*xs)
-    xs = [asarray(convert(x, target)) for x in xs]
+    xs = _cast_all(xs, dtype, casting, "concatenate")
     if axis is None:
         xs, axis = [lax.reshape(x, (x.size,)) for x in xs], 0
     ndim = xs[0].ndim
@@ -151,7 +194,8 @@ def concatenate(arrays, axis=0, dtype=None):
     return lax.concatenate(xs, axis)
 
 
-def stack(arrays, axis=0):
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    _no_out("stack", out)
     xs = [asarray(a) for a in arrays]
     if not xs:
         raise _shape_error("stack needs at least one array")
@@ -160,31 +204,47 @@ def stack(arrays, axis=0):
             f"stack: all input arrays must have the same shape, got {[tuple(x.shape) for x in xs]}"
         )
     axis = normalize_axis(axis, xs[0].ndim + 1, "stack")
+    xs = _cast_all(xs, dtype, casting, "stack")
     return concatenate([lax.expand_dims(x, (axis,)) for x in xs], axis=axis)
 
 
-def hstack(arrays):
-    xs = [atleast_1d(a) for a in arrays]
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    xs = _cast_all([atleast_1d(a) for a in tup], dtype, casting, "hstack")
     return concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
 
 
-def vstack(arrays):
-    xs = [asarray(a) for a in arrays]
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    xs = [asarray(a) for a in tup]
     xs = [lax.reshape(x, (1, x.size)) if x.ndim < 2 else x for x in xs]
-    return concatenate(xs, axis=0)
+    return concatenate(_cast_all(xs, dtype, casting, "vstack"), axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, "split")
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """As ``split``, but N sections of an axis of length L need not divide it: the first
+    ``L % N`` sections get one element more, as NumPy's ``array_split``."""
+    return _split(ary, indices_or_sections, axis, "array_split")
+
+
+def _split(ary, indices_or_sections, axis, operation):
     x = asarray(ary)
-    axis = normalize_axis(axis, x.ndim, "split")
+    axis = normalize_axis(axis, x.ndim, operation)
     size = x.shape[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
         sections = int(indices_or_sections)
-        if sections <= 0 or size % sections:
+        if sections <= 0:
+            raise _shape_error(f"{operation}: number of sections must be larger than 0")
+        each, extra = divmod(size, sections)
+        if extra and operation == "split":
             raise _shape_error(
-                f"split: array split does not result in an equal division ({size} into {sections})"
+                f"split: array split does not result in an equal division ({size} into "
+                f"{sections}); np.array_split allows an uneven one"
             )
-        bounds = [i * (size // sections) for i in builtins.range(sections + 1)]
+        widths = [each + 1] * extra + [each] * (sections - extra)
+        bounds = [0] + np.cumsum(widths).tolist()
     else:
         bounds = (
             [0]
@@ -198,10 +258,6 @@ def split(ary, indices_or_sections, axis=0):
         start[axis], limit[axis] = lo, builtins.max(lo, hi)
         out.append(lax.slice(x, start, limit))
     return out
-
-
-def array_split(ary, indices_or_sections, axis=0):
-    return split(ary, indices_or_sections, axis)
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):

@@ -210,13 +210,19 @@ def _dot_general_rule(args, dims, *, dimension_numbers):
 # --------------------------------------------------------------------- indexing
 
 
-def _flat_indices(indices, extent: int):
-    """Clamped per-example indices (B, ...) into an axis of ``extent``, offset so that
-    they index the batch and that axis flattened together (B * extent)."""
+def _flat_indices(indices, extent: int, *, drop: bool = False):
+    """Per-example indices (B, ...) into an axis of ``extent``, offset so that they index
+    the batch and that axis flattened together (B * extent). An out-of-range index is
+    clamped into its example's row (a gather's rule) or, with ``drop``, sent past the end
+    of the flattened axis (a scatter's rule), never into a neighbouring example."""
     dtype = dtype_of(indices)
     clamped = lax.min(lax.max(indices, np.zeros((), dtype)), np.asarray(extent - 1, dtype))
     offsets = lax.mul(lax.iota(dtype, shape_of(indices), 0), np.asarray(extent, dtype))
-    return lax.add(clamped, offsets)
+    flat = lax.add(clamped, offsets)
+    if not drop:
+        return flat
+    past_end = np.asarray(shape_of(indices)[0] * extent, dtype)
+    return lax.select(lax.eq(clamped, indices), flat, past_end)
 
 
 def _fold_axis(x, axis: int):
@@ -270,7 +276,7 @@ def _scatter_rule(args, dims, *, axis, mode):
     n_index, n_pre, n_post = len(shape_of(indices)) - 1, axis, len(example) - axis - 1
     # updates (B, pre, I..., post) -> (B, I..., pre, post), the layout for axis 0.
     perm = _swap_blocks(n_pre, n_index, n_post)
-    flat_indices = _flat_indices(indices, example[axis])
+    flat_indices = _flat_indices(indices, example[axis], drop=True)
     out = lax.scatter(_fold_axis(x, axis), flat_indices, lax.transpose(updates, perm), 0, mode)
     unfolded = lax.reshape(out, (size, example[axis]) + example[:axis] + example[axis + 1 :])
     return [moveaxis(unfolded, 1, axis + 1)], [0]

@@ -175,11 +175,31 @@ def reduce_prod_partials(x, axes):
     return lax.select(is_zero, at_zero, elsewhere)
 
 
+def clamped_indices(indices, size: int):
+    """``indices`` clamped into ``[0, size)``: the entries a gather actually reads."""
+    dtype = aval(indices).dtype
+    low = lax.max(indices, np.zeros((), dtype))
+    return lax.min(low, np.asarray(max(size - 1, 0), dtype))
+
+
+def scatter_lands(indices, updates, axis: int, size: int):
+    """Which updates of a scatter along ``axis`` (of ``size``) reach the output, as a mask
+    of ``updates``' shape: one whose index is outside the axis is dropped."""
+    dtype = aval(indices).dtype
+    inside = lax.bitwise_and(
+        lax.ge(indices, np.zeros((), dtype)), lax.lt(indices, np.asarray(size, dtype))
+    )
+    index_dims = range(axis, axis + aval(indices).ndim)
+    return lax.broadcast_in_dim(inside, aval(updates).shape, index_dims)
+
+
 def scatter_chooser_weights(x, indices, updates, out, axis):
     """For scatter max/min: each contender (the original entry and the updates landing
     on it) equal to the result gets an equal share of its derivative."""
     x_hit = indicator(x == out, x)
-    updates_hit = indicator(updates == lax.gather(out, indices, axis), updates)
+    lands = scatter_lands(indices, updates, axis, aval(x).shape[axis])
+    equal = lax.bitwise_and(updates == lax.gather(out, indices, axis), lands)
+    updates_hit = indicator(equal, updates)
     count = lax.scatter(x_hit, indices, updates_hit, axis, "add")
     return x_hit / count, updates_hit / lax.gather(count, indices, axis)
 

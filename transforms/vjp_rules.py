@@ -170,8 +170,11 @@ register("dynamic_update_slice", _dynamic_update_slice)
 
 
 def _gather(ct, x, indices, out, *, axis):
-    # Repeated indices read one entry several times: their cotangents add up.
-    return [lax.scatter(lax.zeros_like_aval(d.aval(x)), indices, ct, axis, "add"), None]
+    # Repeated indices read one entry several times: their cotangents add up. An
+    # out-of-range index read the clamped entry, so its cotangent goes there (the
+    # scatter would drop it).
+    read = d.clamped_indices(indices, d.aval(x).shape[axis])
+    return [lax.scatter(lax.zeros_like_aval(d.aval(x)), read, ct, axis, "add"), None]
 
 
 register("gather", _gather)
@@ -179,10 +182,12 @@ register("gather", _gather)
 
 def _scatter(ct, x, indices, updates, out, *, axis, mode):
     if mode == "add":
-        return [ct, None, lax.gather(ct, indices, axis)]
+        # A dropped update (its index outside the axis) reaches nothing: zero cotangent.
+        lands = d.scatter_lands(indices, updates, axis, d.aval(x).shape[axis])
+        return [ct, None, lax.select(lands, lax.gather(ct, indices, axis), d.typed(0, ct))]
     if mode == "set":
         # Overwritten entries of x get nothing; of repeated indices only the update
-        # written last reaches the output.
+        # written last reaches the output, and a dropped one never wins.
         ct_x = lax.scatter(ct, indices, lax.zeros_like_aval(d.aval(updates)), axis, "set")
         winner = _last_writer_mask(indices, d.aval(x).shape[axis])
         spread = lax.broadcast_in_dim(
@@ -198,7 +203,8 @@ def _scatter(ct, x, indices, updates, out, *, axis, mode):
 
 def _last_writer_mask(indices, size: int):
     """Which positions of ``indices`` win a ``set`` scatter (the last of duplicates):
-    scatter each position's own number, read back what stayed."""
+    scatter each position's own number, read back what stayed. A dropped position wrote
+    nothing, so the (clamped) entry it reads back holds another's number or -1."""
     index_aval = d.aval(indices)
     ids = lax.reshape(lax.iota(index_aval.dtype, (index_aval.size,)), index_aval.shape)
     owners = lax.scatter(lax.full((size,), -1, index_aval.dtype), indices, ids, 0, "set")

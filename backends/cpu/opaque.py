@@ -4,8 +4,10 @@ Each emitter returns the lines that bind the output name. Where Numba's NumPy su
 does the job in one call it is used (``reshape``, ``transpose``, basic slicing,
 ``concatenate``); every result but a reshape's is a new array (``.copy()``, never
 ``ascontiguousarray``, which returns a contiguous slice itself and would let the memory
-plan reuse a buffer that is still read); indexing ops with clamping (``gather``, ``scatter``) and
-``cumsum`` are explicit loops, whose semantics are the IR's rather than NumPy's.
+plan reuse a buffer that is still read); the indexing ops (``gather``, ``scatter``) and
+``cumsum`` are explicit loops, whose semantics are the IR's rather than NumPy's: a gather
+clamps an out-of-range index, a scatter drops an out-of-range update, dynamic slices
+clamp their starts so the window fits (see ``ir/structural.py``).
 """
 
 from __future__ import annotations
@@ -144,14 +146,21 @@ class _Nest:
         self.lines.append("    " * self.depth + text)
 
 
-def _indexing_nest(program, x_aval, indices_name, indices_shape, axis):
-    """Loops over (before axis, index dims, after axis); the clamped index; both index lists."""
+def _indexing_nest(program, x_aval, indices_name, indices_shape, axis, *, drop: bool):
+    """Loops over (before axis, index dims, after axis) and both index lists. An index
+    outside the axis is clamped into it, or (``drop``) skips the rest of the nest."""
     nest = _Nest(program)
     before = nest.loops(x_aval.shape[:axis], "p")
     positions = nest.loops(indices_shape, "j")
     k = program.fresh("k")
     index = f"{indices_name}[{', '.join(positions) if positions else '()'}]"
-    nest.line(f"{k} = min(max({index}, 0), {x_aval.shape[axis] - 1})")
+    size = x_aval.shape[axis]
+    if drop:
+        nest.line(f"{k} = {index}")
+        nest.line(f"if 0 <= {k} < {size}:")
+        nest.depth += 1
+    else:
+        nest.line(f"{k} = min(max({index}, 0), {size - 1})")
     after = nest.loops(x_aval.shape[axis + 1 :], "q")
     x_index = ", ".join(before + [k] + after)
     other_index = ", ".join(before + positions + after) or "()"
@@ -163,7 +172,7 @@ def _gather(program, eqn, inputs, out) -> list[str]:
     x_aval, indices_aval = eqn.inputs[0].aval, eqn.inputs[1].aval
     aval = eqn.outputs[0].aval
     nest, x_index, out_index = _indexing_nest(
-        program, x_aval, inputs[1], indices_aval.shape, eqn.params["axis"]
+        program, x_aval, inputs[1], indices_aval.shape, eqn.params["axis"], drop=False
     )
     nest.line(f"{out}[{out_index}] = {inputs[0]}[{x_index}]")
     return [f"{out} = np.empty({tuple_source(aval.shape)}, {_dtype(aval)})"] + nest.lines
@@ -177,7 +186,7 @@ def _scatter(program, eqn, inputs, out) -> list[str]:
     if x_aval.shape[axis] == 0:
         return lines
     nest, x_index, updates_index = _indexing_nest(
-        program, x_aval, inputs[1], indices_aval.shape, axis
+        program, x_aval, inputs[1], indices_aval.shape, axis, drop=True
     )
     target, update = f"{out}[{x_index}]", f"{inputs[2]}[{updates_index}]"
     nest.line(f"{target} = {_scatter_combine(program, mode, x_aval.dtype, target, update)}")

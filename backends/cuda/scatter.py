@@ -1,5 +1,6 @@
 """scatter: the output starts as a copy of ``x``, then each update is combined in at its
-(clamped) index along ``axis``.
+index along ``axis``; an update whose index is outside the axis is dropped (the IR's rule,
+``ir/structural.py``), so each thread tests its index before it writes.
 
 - add (numbers) and min/max (integers): the launcher copies ``x`` into the output, then
   one thread per update element combines it in with an atomic; duplicates are safe.
@@ -55,10 +56,10 @@ def scatter_kernel(w: KernelWriter, options: CudaOptions, header: str) -> Kernel
     def target(pre, position, post) -> str:
         return linear(tuple(pre) + (position,) + tuple(post), shape)
 
-    def clamped(index_dims) -> str:
+    def position_of(index_dims) -> str:
         position = w.value(indices, Index(tuple(indices.aval.shape), dims=tuple(index_dims)))
         name = w.temp("k")
-        w.line(f"{name} = min(max({position}, 0), {size - 1})")
+        w.line(f"{name} = {position}")
         return name
 
     if _atomic_ok(mode, dtype):
@@ -66,10 +67,11 @@ def scatter_kernel(w: KernelWriter, options: CudaOptions, header: str) -> Kernel
         with w.block(f"for u_flat in range(cuda.grid(1), {n}, cuda.gridsize(1)):"):
             update_index = Index(tuple(updates.aval.shape), flat="u_flat")
             dims = w.dims(update_index)
-            position = clamped(dims[axis : axis + depth])
-            value = w.value(updates, update_index)
-            where = target(dims[:axis], position, dims[axis + depth :])
-            w.line(f"cuda.atomic.{_ATOMIC[mode]}({out_param}, {where}, {value})", comment)
+            position = position_of(dims[axis : axis + depth])
+            with w.block(f"if 0 <= {position} < {size}:"):
+                value = w.value(updates, update_index)
+                where = target(dims[:axis], position, dims[axis + depth :])
+                w.line(f"cuda.atomic.{_ATOMIC[mode]}({out_param}, {where}, {value})", comment)
         grid, block = launch_1d(n, options)
         x_position = w.jaxpr.invars.index(x)
         return KernelSource(
@@ -88,13 +90,14 @@ def scatter_kernel(w: KernelWriter, options: CudaOptions, header: str) -> Kernel
         if size:
             with w.block(f"for u_pos in range({n_updates}):"):
                 index_dims = w.delinearize("u_pos", indices.aval.shape)
-                position = clamped(index_dims)
-                where = w.temp("t")
-                w.line(f"{where} = {target(pre, position, post)}")
-                update_dims = tuple(pre) + tuple(index_dims) + tuple(post)
-                value = w.value(updates, Index(tuple(updates.aval.shape), dims=update_dims))
-                old = w.temp("o")
-                w.line(f"{old} = {out_param}[{where}]")
-                w.line(f"{out_param}[{where}] = {_combine(mode, old, value, dtype)}", comment)
+                position = position_of(index_dims)
+                with w.block(f"if 0 <= {position} < {size}:"):
+                    where = w.temp("t")
+                    w.line(f"{where} = {target(pre, position, post)}")
+                    update_dims = tuple(pre) + tuple(index_dims) + tuple(post)
+                    value = w.value(updates, Index(tuple(updates.aval.shape), dims=update_dims))
+                    old = w.temp("o")
+                    w.line(f"{old} = {out_param}[{where}]")
+                    w.line(f"{out_param}[{where}] = {_combine(mode, old, value, dtype)}", comment)
     grid, block = launch_1d(columns, options)
     return KernelSource(w.name, w.source(header), w.params, grid, block, launch=columns > 0)
