@@ -8,7 +8,8 @@ and vectorise:
 
 - ``add_reassoc``/``mul_reassoc``: a float add/multiply that LLVM may reassociate. Used
   only for reduction accumulators: it is what lets the loop vectoriser split a sum into
-  SIMD lanes (the result changes within rounding, as NumPy's pairwise sum does).
+  SIMD lanes (the result changes within rounding, as NumPy's pairwise sum does). It
+  carries ``reassoc`` and no other fast-math flag (see ``_REASSOC``).
 - ``maximum``/``minimum``: ``llvm.maximum``/``llvm.minimum`` (NaN-propagating, as
   ``np.maximum``), vectorisable as elementwise ops and as reductions.
 - ``div_trunc``/``rem_trunc``: ``sdiv``/``srem`` guarded against division by zero (result
@@ -16,6 +17,8 @@ and vectorise:
 - ``fmod``: ``frem``, C's fmod.
 - ``select``: ``on_true if predicate else on_false`` without a branch, so it vectorises
   (and Numba's front end, which gives every branch its own blocks, has less to do).
+- ``compensated_add``/``compensated_total``: Neumaier summation of the block sums of a
+  float64 sum (see ``reductions``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,21 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-_REASSOC = ("reassoc", "nsz", "contract")
+# The only fast-math flag numbax's generated code carries, anywhere (every other float
+# instruction, CPU and CUDA, is strict IEEE). ``reassoc`` alone is what the loop
+# vectoriser needs to split an accumulation into SIMD lanes. The others are left out on
+# purpose:
+# - ``nnan``/``ninf``/``fast``: would let LLVM assume NaN and inf never occur.
+# - ``nsz``: together with ``reassoc`` it licenses InstCombine to re-express the whole
+#   add/sub tree under the accumulation, the accumulated value's operands included,
+#   although they carry no flags: ``acc + (x - x)`` becomes ``acc``, and a sum of
+#   ``x - x`` over [nan, inf] returned 0.0 where NumPy returns nan. It also lets the
+#   vectoriser start lanes at +0.0 instead of -0.0, which changes signs of zeros.
+# - ``contract``: fusing a multiply into the add (fma) drops the NaN of a product that
+#   overflows to inf and then meets -inf; vectorising needs no fusion.
+# - ``afn``/``arcp``: approximate functions and reciprocals change results beyond
+#   reassociation.
+_REASSOC = ("reassoc",)
 
 
 def _same_float(a, b) -> bool:
@@ -167,6 +184,26 @@ def advise_huge_pages(typingctx, array):
         return context.get_dummy_value()
 
     return types.none(array), codegen
+
+
+@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
+def compensated_add(total, compensation, value):
+    """Neumaier's step: ``total + value``, and the rounding error it lost added to
+    ``compensation``. Strict IEEE (no reassoc), or LLVM would fold the error to 0."""
+    new_total = total + value
+    if abs(total) >= abs(value):
+        lost = (total - new_total) + value
+    else:
+        lost = (value - new_total) + total
+    return new_total, compensation + lost
+
+
+@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
+def compensated_total(total, compensation):
+    """The compensated sum; a NaN or inf total as it is (its compensation is NaN)."""
+    if total - total == 0:
+        return total + compensation
+    return total
 
 
 @njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)

@@ -12,7 +12,10 @@ reduced elements into it, then the threads that share an output (the "lanes" of 
 
 NumPy's semantics are kept: max/min propagate NaN; argmax/argmin return the first
 occurrence (a NaN counts as the largest, as in NumPy); bool reductions count in int64 and
-compare with zero at the end; int32 sums wrap around.
+compare with zero at the end; int32 sums wrap around. Float32 sums accumulate in float64
+(the per-thread serial part and the tree alike) and round once at the end: more accurate
+than NumPy's pairwise sum however long each thread's share is. The arithmetic is strict
+IEEE: kernels compile without fastmath, so nothing assumes finite values.
 """
 
 from __future__ import annotations
@@ -85,7 +88,10 @@ def make_accumulators(w, eqns) -> list[Accumulator]:
     accumulators = []
     for eqn in eqns:
         dtype = eqn.inputs[0].aval.dtype
-        dtype = dtypes.int64 if dtype == dtypes.bool_ else dtype
+        if dtype == dtypes.bool_:
+            dtype = dtypes.int64
+        elif eqn.prim.name == "reduce_sum" and dtype.kind == "f" and dtype.itemsize < 8:
+            dtype = dtypes.float64
         name = f"acc_{w.letter(eqn.outputs[0])}"
         index = f"{name}_at" if eqn.prim.name in ("argmax", "argmin") else None
         accumulators.append(Accumulator(eqn, name, dtype, index))
@@ -253,4 +259,6 @@ def result(w, acc: Accumulator) -> str:
         return cast(acc.index, out)
     if out == dtypes.bool_:
         return f"({acc.value} != 0)"
+    if out != acc.dtype:
+        return cast(acc.value, out)
     return acc.value

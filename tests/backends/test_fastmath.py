@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
+import numbax
 from numbax.backends.cpu import fastmath
 
 NAMES = ["exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos"]
@@ -277,3 +278,72 @@ def test_fastmath_caller_gets_the_same_results(name):
     out = np.empty_like(x)
     apply_fast(x, out)
     np.testing.assert_array_equal(out, evaluate(name, dtype, x))
+
+
+# --- no fast-math flag may assume finite values (every backend) -------------------------
+
+SPECIAL_INPUTS = [
+    np.array([np.nan, 1.0, np.inf]),
+    np.array([np.inf, -np.inf, 2.0]),
+    np.array([-0.0, -0.0, -0.0]),
+    np.array([-1.0, -0.0, 3.0]),
+]
+
+
+def _reduction_programs():
+    return {
+        "sum(x - x)": lambda x: (x - x).sum(),
+        "mean(x - x)": lambda x: (x - x).mean(),
+        "sum(x * 0)": lambda x: (x * 0).sum(),
+        "prod(x - x)": lambda x: (x - x).prod(),
+        "sum": lambda x: x.sum(),
+        "mean": lambda x: x.mean(),
+        "prod": lambda x: x.prod(),
+        "max": lambda x: x.max(),
+        "min": lambda x: x.min(),
+        "sum(log x - log x)": lambda x: (np.log(x) - np.log(x)).sum(),
+    }
+
+
+def _elementwise_programs():
+    return {"x - x": lambda x: x - x, "x * 0": lambda x: x * 0}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("name", list(_reduction_programs()))
+def test_reductions_keep_nan_inf_and_signed_zero(backend, name, dtype):
+    """reassoc on the accumulator once came with nsz, which let LLVM fold the operand
+    tree too: sum(x - x) over [nan, 1, inf] was 0.0."""
+    program = _reduction_programs()[name]
+    f = numbax.jit(program, backend=backend)
+    for x in SPECIAL_INPUTS:
+        x = x.astype(dtype)
+        with np.errstate(all="ignore"):
+            expected = program(x)
+        result = np.asarray(backend.to_host(f(x)))
+        np.testing.assert_array_equal(result, expected, err_msg=f"{name} of {x}")
+        assert result.dtype == expected.dtype
+        if name not in ("max", "min") and expected == 0:  # NumPy's max of zeros picks either
+            assert np.signbit(result) == np.signbit(expected), f"sign of {name} of {x}"
+
+
+@pytest.mark.parametrize("name", list(_elementwise_programs()))
+def test_elementwise_keeps_nan_inf_and_signed_zero(backend, name):
+    program = _elementwise_programs()[name]
+    f = numbax.jit(program, backend=backend)
+    x = np.concatenate(SPECIAL_INPUTS)
+    with np.errstate(all="ignore"):
+        expected = program(x)
+    result = np.asarray(backend.to_host(f(x)))
+    np.testing.assert_array_equal(result, expected)
+    np.testing.assert_array_equal(np.signbit(result), np.signbit(expected))
+
+
+def test_generated_cpu_code_carries_no_finite_math_flag():
+    x = np.array([np.nan, 1.0, np.inf])
+    executable = numbax.jit(lambda x: (x - x).sum() + (x * x).prod()).lower(x).compile()
+    llvm = executable.llvm_ir()
+    flags = set(re.findall(r"\bf(?:add|sub|mul|div)\s+((?:[a-z]+ )*)(?:double|float|<)", llvm))
+    assert "reassoc " in flags  # the accumulation still vectorises
+    forbidden = {"nnan", "ninf", "nsz", "fast", "afn", "arcp", "contract"}
+    assert not {flag for group in flags for flag in group.split()} & forbidden, flags
