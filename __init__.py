@@ -11,6 +11,7 @@ from . import ir, lax, tracer
 from .api import jit, make_jaxpr
 from .ir import ClosedJaxpr, Jaxpr, ShapedArray, typecheck
 from .ir.errors import (
+    AxisError,
     BatchingError,
     ConcretizationError,
     ControlFlowError,
@@ -19,6 +20,7 @@ from .ir.errors import (
     LeakedTracerError,
     NumbaxError,
     NumbaxTypeError,
+    ScalarOverflowError,
     SerializationError,
     ShapeError,
     StaticArgumentError,
@@ -54,6 +56,7 @@ _sys.modules[__name__ + ".nn"] = nn
 __version__ = "0.1.0"
 
 __all__ = [
+    "AxisError",
     "BatchingError",
     "ClosedJaxpr",
     "ConcretizationError",
@@ -64,6 +67,7 @@ __all__ = [
     "LeakedTracerError",
     "NumbaxError",
     "NumbaxTypeError",
+    "ScalarOverflowError",
     "SerializationError",
     "ShapeError",
     "ShapedArray",

@@ -8,20 +8,23 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
+import threading
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import backends, passes
+from .backends.compile_cache import KeyedLock
 from .config import config
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
-from .ir.errors import NumbaxTypeError, StaticArgumentError, at_line
+from .ir.errors import StaticArgumentError, at_line
 from .ir.higher_order import jit_call_p, set_impl
-from .tracer import Tracer, bind, tree_flatten, tree_unflatten
+from .tracer import Tracer, bind, tree_flatten, tree_structure, tree_unflatten
 from .tracer.closure import closure_convert
 from .tracer.core import current_trace, trace_flat
-from .tracer.promote import is_python_scalar, leaf_aval
+from .tracer.promote import argument_aval, is_device_array
 from .tracer.source_info import user_frame_info
 
 logger = logging.getLogger("numbax")
@@ -29,46 +32,13 @@ logger = logging.getLogger("numbax")
 CacheInfo = namedtuple("CacheInfo", ["traces", "hits", "misses", "size"])
 
 
-def _leaf_aval(leaf) -> tuple[ShapedArray, bool]:
-    """The abstract value of an argument leaf, and whether it is weakly typed (a Python
-    scalar argument promotes like a Python scalar, NEP 50, as in JAX)."""
-    if isinstance(leaf, Tracer):
-        return leaf.aval, False
-    if _is_device_array(leaf):
-        # Its type is read from the interface: the data stays on the device.
-        interface = getattr(leaf, "__cuda_array_interface__", None)
-        if interface is not None:
-            return ShapedArray(interface["shape"], np.dtype(interface["typestr"])), False
-        return ShapedArray(leaf.shape, leaf.dtype), False
-    try:
-        aval = leaf_aval(leaf, _not_an_array)
-    except NumbaxTypeError:
-        raise
-    except Exception as err:  # noqa: BLE001 - reported as a numbax error
-        raise NumbaxTypeError(
-            f"argument of type {type(leaf).__name__} is not an array: {err}"
-        ) from err
-    return aval, is_python_scalar(leaf)
-
-
-def _not_an_array(message: str) -> NumbaxTypeError:
-    return NumbaxTypeError(at_line(f"argument: {message}", user_frame_info()))
-
-
-def _is_device_array(leaf) -> bool:
-    """An array in GPU memory: it has the CUDA Array Interface (Numba, CuPy, PyTorch), or
-    Numba's own marker, which the CUDA simulator's arrays carry too."""
-    return hasattr(leaf, "__cuda_array_interface__") or bool(
-        getattr(leaf, "__cuda_ndarray__", False)
-    )
-
-
 def _to_array(leaf, aval: ShapedArray, keep_device: bool = False):
     """The argument as the executable takes it: a NumPy array, or the device array
-    itself when the executable runs on the device (``accepts_device_arrays``)."""
-    if isinstance(leaf, np.ndarray) and leaf.dtype == aval.dtype:
+    itself when the executable runs on the device (``accepts_device_arrays``). An accepted
+    ndarray subclass is passed as its base array: the executable computes NumPy's meaning."""
+    if type(leaf) is np.ndarray and leaf.dtype == aval.dtype:
         return leaf
-    if _is_device_array(leaf):
+    if is_device_array(leaf):
         if keep_device:
             return leaf
         try:
@@ -87,7 +57,7 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict | None = None, co
     """
     kwargs = kwargs or {}
     leaves, in_tree = tree_flatten((tuple(args), kwargs))
-    avals_weak = [_leaf_aval(leaf) for leaf in leaves]
+    avals_weak = [argument_aval(leaf) for leaf in leaves]
     avals = [a for a, _ in avals_weak]
     out_tree_box = []
 
@@ -156,20 +126,57 @@ def _complete_statics(fun, argnums: tuple, argnames: tuple) -> tuple[tuple, tupl
     return tuple(dict.fromkeys(nums)), tuple(dict.fromkeys(names))
 
 
+class _Static:
+    """A static argument in a cache key: equal exactly when the traces would be. The type
+    counts (2 == 2.0 and they hash alike, but an int static times an int array stays
+    int), NaN equals itself (else every call with NaN retraces), -0.0 differs from 0.0
+    (``1 / s`` tells them apart), recursively through tuples. A bound method's receiver
+    counts by identity: the trace reads its attributes."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value, by_identity: bool = False):
+        self.value = value
+        self._key = (type(value), id(value)) if by_identity else _static_key(value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def _static_key(value):
+    if isinstance(value, tuple):
+        return (type(value), tuple(_static_key(v) for v in value))
+    if isinstance(value, (float, np.floating)):
+        return (type(value), "nan" if value != value else (value, math.copysign(1.0, value)))
+    if isinstance(value, (complex, np.complexfloating)):
+        return (type(value), _static_key(value.real), _static_key(value.imag))
+    return (type(value), value)
+
+
 class _CacheEntry:
     """One traced signature of a jitted function. Compiling waits for the first concrete
     call: a function only ever traced under another transform (``grad(jit(f))``) is
-    compiled as part of that transform's program instead."""
+    compiled as part of that transform's program instead. The first thread to call it
+    compiles it; the others wait for that executable."""
 
-    __slots__ = ("closed", "out_tree", "backend_name", "_executable")
+    __slots__ = ("closed", "out_tree", "backend_name", "_executable", "_compiling")
 
     def __init__(self, closed: ClosedJaxpr, out_tree, backend_name: str):
         self.closed, self.out_tree, self.backend_name = closed, out_tree, backend_name
         self._executable = None
+        self._compiling = threading.Lock()
 
     def executable(self, name: str):
         if self._executable is None:
-            self._executable = _compile_closed(self.closed, self.backend_name, name)
+            with self._compiling:
+                if self._executable is None:
+                    self._executable = _compile_closed(self.closed, self.backend_name, name)
         return self._executable
 
 
@@ -191,6 +198,8 @@ class JitFunction:
         )
         self.backend = backend
         self._cache: dict = {}
+        self._tracing = KeyedLock()  # one thread traces each new signature, others wait
+        self._counting = threading.Lock()
         self._last_key = None
         # signature -> (executable, out_tree or None for a single array output)
         self._fast: dict = {}
@@ -202,11 +211,18 @@ class JitFunction:
         """How often this function was traced, and how often the cache answered."""
         return CacheInfo(self.traces, self.hits, self.traces, len(self._cache))
 
-    def _split(self, args, kwargs):
+    def _split(self, args, kwargs, bound: bool = False):
+        """The static and dynamic arguments of a call. ``bound``: ``args[0]`` is the
+        instance a method was looked up on (see ``__get__``)."""
         # A static argument not given by position was given by name, or left at its default.
         static_pos = tuple(i + len(args) if i < 0 else i for i in self.static_argnums)
         statics = [(i, args[i]) for i in static_pos if i < len(args)]
         statics += [(k, kwargs[k]) for k in self.static_argnames if k in kwargs]
+        keys = [(where, _Static(value)) for where, value in statics]
+        if bound and 0 not in static_pos and tree_structure(args[0]).kind == "leaf":
+            # A plain object is no array: it is static, the receiver of this trace.
+            static_pos += (0,)
+            keys.insert(0, (0, _Static(args[0], by_identity=True)))
         for where, value in statics:
             try:
                 hash(value)
@@ -228,9 +244,7 @@ class JitFunction:
             kw.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return self.fun(*full, **kw)
 
-        # The type is part of the key: 2 == 2.0 and they hash alike, but they trace
-        # differently (an int static times an int array stays int).
-        return call, dynamic, dyn_kwargs, tuple((w, type(v), v) for w, v in statics)
+        return call, dynamic, dyn_kwargs, tuple(keys)
 
     def __call__(self, *args, **kwargs):
         # Fast path: positional NumPy arrays of supported dtypes, nothing static. The key
@@ -239,23 +253,33 @@ class JitFunction:
             backend_name = self.backend or backends.default_backend_name()
             entry = self._fast.get((backend_name, tuple([(a.shape, a.dtype) for a in args])))
             if entry is not None:
-                self.hits += 1
+                self._count_hit()
                 executable, out_tree = entry
                 outs = executable(*args)
                 return outs[0] if out_tree is None else tree_unflatten(out_tree, outs)
         return self._call_general(args, kwargs)
 
-    def _call_general(self, args, kwargs):
-        call, dynamic, dyn_kwargs, statics = self._split(args, kwargs)
+    def __get__(self, instance, owner=None):
+        """A jitted function in a class body is a method, as with any decorator made by
+        ``functools.wraps``: ``obj.m(x)`` calls it with ``obj`` first. An instance that is
+        not a pytree is a static argument keyed by its identity, so each instance is
+        traced once, reading its attributes then (pass state that changes as arguments,
+        or register the class as a pytree to make its arrays dynamic)."""
+        if instance is None:
+            return self
+        return BoundJitMethod(self, instance)
+
+    def _call_general(self, args, kwargs, bound: bool = False):
+        call, dynamic, dyn_kwargs, statics = self._split(args, kwargs, bound)
         leaves, in_tree = tree_flatten((tuple(dynamic), dyn_kwargs))
-        avals_weak = tuple(_leaf_aval(leaf) for leaf in leaves)
+        avals_weak = tuple(argument_aval(leaf) for leaf in leaves)
         backend_name = self.backend or backends.default_backend_name()
         key = (in_tree, avals_weak, statics, backend_name)
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._compile(call, dynamic, dyn_kwargs, key, backend_name)
+            entry = self._entry(call, dynamic, dyn_kwargs, key, backend_name)
         else:
-            self.hits += 1
+            self._count_hit()
         closed, out_tree = entry.closed, entry.out_tree
         if current_trace() is not None and any(isinstance(x, Tracer) for x in leaves):
             jaxpr, consts = closure_convert(closed)
@@ -279,8 +303,23 @@ class JitFunction:
         key = (backend_name, tuple([(a.shape, a.dtype) for a in args]))
         self._fast[key] = (executable, None if single else out_tree)
 
+    def _count_hit(self) -> None:
+        with self._counting:
+            self.hits += 1
+
+    def _entry(self, call, dynamic, dyn_kwargs, key, backend_name) -> _CacheEntry:
+        """The cache entry of a signature not seen when the call began: traced by the first
+        thread to ask, found in the cache (a hit) by those that waited for it."""
+        with self._tracing(key):
+            entry = self._cache.get(key)
+            if entry is not None:
+                self._count_hit()
+                return entry
+            return self._compile(call, dynamic, dyn_kwargs, key, backend_name)
+
     def _compile(self, call, dynamic, dyn_kwargs, key, backend_name):
-        self.traces += 1
+        with self._counting:
+            self.traces += 1
         if config.log_compiles:
             logger.warning("numbax: tracing %s (%s)", self.__name__, self._reason(key))
         closed, _, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs)
@@ -306,15 +345,35 @@ class JitFunction:
             ]
             return "new shapes/dtypes: " + "; ".join(changes)
         if static != old_static:
-            show = lambda statics: ", ".join(f"{w}={v!r}" for w, _, v in statics)
+            show = lambda statics: ", ".join(f"{w}={v!r}" for w, v in statics)
             return f"new static arguments {show(static)} (was {show(old_static)})"
         return f"new backend {backend} (was {old_backend})"
 
     def lower(self, *args, **kwargs):
         """The traced program for these arguments (see ``Lowered``)."""
-        call, dynamic, dyn_kwargs, _ = self._split(args, kwargs)
+        return self._lower(args, kwargs)
+
+    def _lower(self, args, kwargs, bound: bool = False):
+        call, dynamic, dyn_kwargs, _ = self._split(args, kwargs, bound)
         closed, _, _, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs)
         return Lowered(closed, self.backend or backends.default_backend_name(), self.__name__)
+
+
+class BoundJitMethod:
+    """A jitted method bound to an instance (``obj.m``); calls, ``lower`` and the
+    counters are those of the class's ``JitFunction``, with ``obj`` as first argument."""
+
+    def __init__(self, function: JitFunction, instance):
+        self.__func__, self.__self__ = function, instance
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__._call_general((self.__self__, *args), kwargs, bound=True)
+
+    def lower(self, *args, **kwargs):
+        return self.__func__._lower((self.__self__, *args), kwargs, bound=True)
+
+    def __getattr__(self, name):
+        return getattr(self.__func__, name)
 
 
 class Lowered:
@@ -379,15 +438,24 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), b
     return JitFunction(fun, static_argnums, static_argnames, backend)
 
 
-@functools.lru_cache(maxsize=512)
+_COMPILING_CALL = KeyedLock()
+
+
 def _compiled_call(jaxpr: Jaxpr, backend_name: str):
+    # lru_cache alone would let threads that miss together each compile the jaxpr.
+    with _COMPILING_CALL((jaxpr, backend_name)):
+        return _cached_call(jaxpr, backend_name)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_call(jaxpr: Jaxpr, backend_name: str):
     return _compile_closed(ClosedJaxpr(jaxpr, []), backend_name, "jit_call")
 
 
 def _jit_call_impl(*args, jaxpr: Jaxpr, name: str = "jit_call"):
     outs = _compiled_call(jaxpr, backends.default_backend_name())(*args)
     # An eager call computes on the host: results on the device come back as NumPy arrays.
-    return [np.asarray(out) if _is_device_array(out) else out for out in outs]
+    return [np.asarray(out) if is_device_array(out) else out for out in outs]
 
 
 set_impl(jit_call_p, _jit_call_impl)

@@ -7,6 +7,8 @@ would expect (``TypeError``, ``ValueError``) so existing ``except`` clauses stil
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class NumbaxError(Exception):
     """Base class of every numbax error."""
@@ -16,8 +18,25 @@ class NumbaxTypeError(NumbaxError, TypeError):
     """A value of the wrong type or dtype was given to a numbax operation."""
 
 
+class ScalarOverflowError(NumbaxError, OverflowError):
+    """A Python int outside the range of the dtype it takes: the array's dtype next to an
+    array (NEP 50), int64 for an argument. NumPy 2 raises ``OverflowError`` here too."""
+
+
 class ShapeError(NumbaxError, ValueError):
     """Shapes that do not broadcast, or do not match for a contraction."""
+
+
+class AxisError(ShapeError, np.exceptions.AxisError):
+    """An ``axis=`` outside the array's dimensions; NumPy's ``AxisError`` too (so also an
+    ``IndexError``), with its ``axis`` and ``ndim`` attributes."""
+
+    def __init__(self, message: str, axis: int, ndim: int):
+        Exception.__init__(self, message)
+        self.message, self.axis, self.ndim = message, axis, ndim
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class ConcretizationError(NumbaxError, TypeError):

@@ -23,7 +23,7 @@ from ..ir.errors import ControlFlowError, at_line
 from . import lax
 from .closure import closure_convert, closure_convert_all
 from .core import Tracer, bind, new_trace
-from .promote import is_python_scalar, is_weak, leaf_aval, result_type
+from .promote import argument_aval, is_python_scalar, is_weak, result_type
 from .pytree import tree_flatten, tree_structure, tree_unflatten
 from .source_info import user_frame_info
 
@@ -37,7 +37,7 @@ def _types(avals) -> str:
 
 
 def _leaf_aval(leaf, what: str) -> ShapedArray:
-    return leaf_aval(leaf, lambda message: _error(f"{what}: {message}"))
+    return argument_aval(leaf, lambda message: _error(f"{what}: {message}"))[0]
 
 
 def _cast(leaf, aval: ShapedArray):

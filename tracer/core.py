@@ -13,6 +13,7 @@ tracer. A tracer of a trace that has ended is a leaked tracer.
 
 from __future__ import annotations
 
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -23,6 +24,7 @@ from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, aval_o
 from ..ir.errors import (
     ConcretizationError,
     LeakedTracerError,
+    NumbaxError,
     NumbaxTypeError,
     TypecheckError,
     at_line,
@@ -49,6 +51,9 @@ class Trace:
         # a dict before tracing: eager ``grad`` reads its residuals here instead of
         # computing the forward a second time.
         self.values: dict[Var, object] | None = None
+        # The last conversion of one of this trace's tracers that was refused (see
+        # ``new_trace``): the tracer's repr, the frame and line that asked, the error.
+        self.refused_conversion: tuple | None = None
 
     def new_arg(self, aval: ShapedArray, value=None) -> Tracer:
         tracer = Tracer(self, aval, value)
@@ -122,9 +127,31 @@ def new_trace(concrete: bool):
     _stack.traces.append(trace)
     try:
         yield trace
+    except TypeError as err:
+        refused = _refusal_replaced_by(trace, err)
+        if refused is None:
+            raise
+        raise refused from None
     finally:
         _stack.traces.pop()
         trace.active = False
+
+
+def _refusal_replaced_by(trace: Trace, err: TypeError) -> ConcretizationError | None:
+    """NumPy's C converters (``np.zeros(n)``, ``ndarray.reshape(n)``) replace the
+    TypeError that a tracer's ``__index__`` raised with their own, raised at the same
+    line and naming the tracer by its repr; the user gets numbax's error, with its line
+    and fix, back. A TypeError raised anywhere else is left as it is."""
+    if trace.refused_conversion is None or isinstance(err, NumbaxError):
+        return None
+    tracer_repr, frame, line, error = trace.refused_conversion
+    innermost = err.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    raised_there = innermost is not None and innermost.tb_frame is frame
+    if raised_there and innermost.tb_lineno == line and tracer_repr in str(err):
+        return error
+    return None
 
 
 def bind(prim: Primitive, *args, **params):
@@ -226,7 +253,7 @@ class Tracer:
             return self._value
         if not self._trace.active:
             raise leaked_tracer_error(self, operation)
-        raise ConcretizationError(
+        error = ConcretizationError(
             at_line(
                 f"{operation} needs a concrete value, but this is an abstract traced array "
                 f"({self.aval.str_short()}) inside jit. Python control flow and conversions "
@@ -236,6 +263,10 @@ class Tracer:
                 user_frame_info(),
             )
         )
+        # The frame that asked for the conversion (above the dunder method calling this).
+        frame = sys._getframe(2)
+        self._trace.refused_conversion = (repr(self), frame, frame.f_lineno, error)
+        raise error
 
     def __bool__(self):
         return bool(self.concrete_value("bool() of a traced value (e.g. `if x > 0:`)"))

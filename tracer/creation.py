@@ -7,18 +7,24 @@ run eagerly and return NumPy arrays.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..ir import dtypes
 from . import lax
-from .promote import asarray, dtype_of, operand, result_type, shape_of
+from .core import Tracer
+from .promote import asarray, convert, dtype_of, operand, result_type, shape_of
 from .ufuncs import equal
 
 
 def _shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(d) for d in shape)
+    """A shape argument as Python ints. Sizes are read with ``operator.index``, as NumPy
+    does: a float size is refused, and a traced size raises the concretization error
+    that names ``static_argnums`` (shapes are static)."""
+    if isinstance(shape, (int, np.integer)) or (isinstance(shape, Tracer) and not shape.ndim):
+        return (operator.index(shape),)
+    return tuple(operator.index(d) for d in shape)
 
 
 def _dtype(dtype, default=dtypes.float64):
@@ -32,7 +38,7 @@ def full(shape, fill_value, dtype=None):
         return lax.broadcast_to_rank(lax.convert_element_type(asarray(fill), dtype), _shape(shape))
     if hasattr(fill, "aval"):  # a traced scalar
         return lax.broadcast_in_dim(lax.convert_element_type(fill, dtype), _shape(shape), ())
-    return lax.full(_shape(shape), fill, dtype)
+    return lax.full(_shape(shape), convert(fill, dtype), dtype)
 
 
 def zeros(shape, dtype=None):

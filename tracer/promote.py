@@ -8,7 +8,13 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.core import ShapedArray, aval_of
-from ..ir.errors import NumbaxTypeError, ShapeError, at_line
+from ..ir.errors import (
+    AxisError,
+    NumbaxTypeError,
+    ScalarOverflowError,
+    ShapeError,
+    at_line,
+)
 from . import lax
 from .core import Tracer
 from .source_info import user_frame_info
@@ -60,17 +66,142 @@ def is_weak(leaf) -> bool:
     return is_python_scalar(leaf) or (isinstance(leaf, Tracer) and leaf.weak_type)
 
 
-def leaf_aval(leaf, error) -> ShapedArray:
-    """The abstract value of a pytree leaf given to a transform or a control-flow
-    function; ``error(message)`` builds the exception for a leaf that is not an array."""
+def argument_aval(leaf, error=None) -> tuple[ShapedArray, bool]:
+    """The abstract value of an argument leaf of ``jit``, a transform or a control-flow
+    function, and whether it is weakly typed (promotes like a Python scalar, NEP 50).
+
+    ``error(message)`` builds the exception for a leaf that is not an array (by default a
+    ``NumbaxTypeError`` at the user's line). A tracer keeps its weak type, so a Python
+    scalar passed on through a nested ``jit`` still promotes like one.
+
+    NumPy subclasses: ``np.matrix`` (``*`` is a matrix product) and masked arrays (masked
+    elements do not count) mean something other than their data, and a subclass
+    with its own ``__array_ufunc__`` or ``__array_function__`` redefines NumPy's functions:
+    these are refused, naming the conversion that drops the subclass. Any other subclass
+    (``np.memmap``, a subclass that only adds attributes) is taken as its base array.
+    """
+    error = error or _argument_error
     if isinstance(leaf, Tracer):
-        return leaf.aval
+        return leaf.aval, leaf.weak_type
     if is_python_scalar(leaf):
-        return aval_of(leaf)
-    array = np.asarray(leaf)
+        aval = aval_of(leaf)
+        python_scalar_as(leaf, aval.dtype, fix=_ARGUMENT_FIX)
+        return aval, True
+    if is_device_array(leaf):
+        return _device_aval(leaf), False
+    if isinstance(leaf, (str, bytes)):
+        raise error(
+            f"a {type(leaf).__name__} ({leaf!r:.40}) is not an array. A configuration value "
+            "must be static: jit(f, static_argnums=...) or static_argnames=..., or bind it "
+            "with functools.partial(f, ...)"
+        )
+    if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
+        _check_subclass(leaf, error)
+    try:
+        array = np.asarray(leaf)
+    except Exception as err:  # noqa: BLE001 - NumPy's refusal, reported as a numbax error
+        raise error(f"a value of type {type(leaf).__name__} is not an array: {err}") from err
     if array.dtype == object:
-        raise error(f"a value of type {type(leaf).__name__} is not an array")
-    return ShapedArray(array.shape, array.dtype)
+        raise error(_object_message(leaf))
+    try:
+        return ShapedArray(array.shape, array.dtype), False
+    except NumbaxTypeError as err:  # an unsupported dtype
+        raise error(str(err)) from None
+
+
+def _argument_error(message: str) -> NumbaxTypeError:
+    return NumbaxTypeError(at_line(f"argument: {message}", user_frame_info()))
+
+
+def _object_message(leaf) -> str:
+    if isinstance(leaf, np.ndarray):
+        return (
+            f"an array of dtype object (shape {leaf.shape}) holds Python objects, not "
+            "numbers; convert it with x.astype(np.float64) (or another numeric dtype), "
+            "or replace its None entries first"
+        )
+    return (
+        f"a value of type {type(leaf).__name__} is not an array. Pass arrays or numbers, "
+        "register its class as a pytree (numbax.register_pytree_node), or mark it static: "
+        "jit(f, static_argnums=...) or static_argnames=..."
+    )
+
+
+# Subclass -> the conversion that gives the array a user means.
+_REFUSED_SUBCLASSES = {
+    np.matrix: "np.asarray(x) (and use @ for the matrix product)",
+    np.ma.MaskedArray: "x.filled(fill_value) for the values you mean at masked places",
+}
+
+
+def _check_subclass(leaf: np.ndarray, error) -> None:
+    for cls, fix in _REFUSED_SUBCLASSES.items():
+        if isinstance(leaf, cls):
+            raise error(
+                f"{type(leaf).__module__}.{type(leaf).__name__} is an ndarray subclass whose "
+                "operations mean something other than what numbax computes from its data; "
+                f"pass {fix}"
+            )
+    for protocol in ("__array_ufunc__", "__array_function__"):
+        if getattr(type(leaf), protocol) is not getattr(np.ndarray, protocol):
+            raise error(
+                f"{type(leaf).__module__}.{type(leaf).__name__} redefines NumPy's functions "
+                f"({protocol}), which numbax cannot trace; pass np.asarray(x) if its data "
+                "alone is what you mean"
+            )
+
+
+def is_device_array(leaf) -> bool:
+    """An array in GPU memory: it has the CUDA Array Interface (Numba, CuPy, PyTorch), or
+    Numba's own marker, which the CUDA simulator's arrays carry too."""
+    return hasattr(leaf, "__cuda_array_interface__") or bool(
+        getattr(leaf, "__cuda_ndarray__", False)
+    )
+
+
+def _device_aval(leaf) -> ShapedArray:
+    # Its type is read from the interface: the data stays on the device.
+    interface = getattr(leaf, "__cuda_array_interface__", None)
+    if interface is not None:
+        return ShapedArray(interface["shape"], np.dtype(interface["typestr"]))
+    return ShapedArray(leaf.shape, leaf.dtype)
+
+
+_PROMOTION_FIX = (
+    "a Python scalar takes the dtype of the array it meets (NumPy 2, NEP 50) or the dtype "
+    "asked for, and NumPy raises OverflowError too. Use a wider dtype (x.astype(np.int64)) "
+    "or a typed scalar (np.int64(...))"
+)
+_ARGUMENT_FIX = (
+    "a Python int argument is an int64 scalar, as in JAX. Pass float(n) if an approximation will do"
+)
+
+
+def python_scalar_as(x, dtype, fix: str = _PROMOTION_FIX) -> np.ndarray:
+    """A Python scalar as a 0-d array of ``dtype`` (it becomes an IR literal). A value
+    outside the dtype's range is an error, as in NumPy 2, never a wrapped-around value."""
+    try:
+        return np.asarray(x, dtype=dtype)
+    except OverflowError:
+        raise ScalarOverflowError(
+            at_line(
+                f"the Python {type(x).__name__} {x!r} is out of range for {np.dtype(dtype)}: {fix}",
+                user_frame_info(),
+            )
+        ) from None
+
+
+def comparison_dtype(*xs) -> np.dtype:
+    """The dtype a comparison computes in: NEP 50's, except that a Python int outside an
+    integer array's range compares exactly in int64, since NumPy 2 answers such
+    comparisons (``int32_array < 2**40`` is True everywhere) instead of raising."""
+    dtype = result_type(*xs)
+    if dtypes.is_integer(dtype):
+        limits = np.iinfo(dtype)
+        ints = [x for x in xs if isinstance(x, int) and not isinstance(x, (bool, np.generic))]
+        if any(not limits.min <= x <= limits.max for x in ints):
+            return dtypes.int64
+    return dtype
 
 
 def dtype_of(x) -> np.dtype:
@@ -101,7 +232,7 @@ def result_type(*xs) -> np.dtype:
 def convert(x, dtype):
     """``x`` as ``dtype``; a Python scalar becomes a typed NumPy scalar (a literal)."""
     if isinstance(x, Scalar):
-        return np.asarray(x).astype(dtype)
+        return python_scalar_as(x, dtype)
     if isinstance(x, Tracer):
         return lax.convert_element_type(x, dtype)
     return np.asarray(x, dtype=dtype) if x.dtype != dtype else x
@@ -142,15 +273,20 @@ def promote_and_broadcast(*xs, dtype=None, operation: str = "operation"):
 
 
 def normalize_axis(axis: int, ndim: int, operation: str = "operation") -> int:
+    """``axis`` in ``[0, ndim)``, a negative one counted from the end; outside, NumPy's
+    AxisError. Every ``axis=`` goes through here; the functions where NumPy lets a 0-d
+    array take axis 0 or -1 say so before calling it (see ``reductions``)."""
     axis = int(axis)
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-        raise ShapeError(
+    if not -ndim <= axis < ndim:
+        raise AxisError(
             at_line(
                 f"{operation}: axis {axis} is out of bounds for an array of dimension {ndim}",
                 user_frame_info(),
-            )
+            ),
+            axis,
+            ndim,
         )
-    return axis % ndim if ndim else 0
+    return axis % ndim
 
 
 def normalize_axes(axis, ndim: int, operation: str = "operation") -> tuple[int, ...]:

@@ -19,11 +19,12 @@ from ..ir.errors import GradientError, NumbaxTypeError, ShapeError, at_line
 from ..tracer import lax
 from ..tracer.closure import closure_convert
 from ..tracer.core import current_trace, replay
+from ..tracer.promote import argument_aval
 from ..tracer.pytree import tree_flatten, tree_unflatten
 from ..tracer.source_info import user_frame_info
 from . import derivatives as d
 from .jvp import jvp_jaxpr
-from .tracing import Traced, as_operand, leaf_aval, needs_concrete_values, trace_function
+from .tracing import Traced, as_operand, needs_concrete_values, trace_function
 from .vjp import vjp_split
 
 
@@ -218,7 +219,7 @@ def _argnum_positions(argnums, num_args: int, name: str) -> tuple[int, ...]:
 
 def _check_differentiable_argument(fun, arg, position: int, name: str) -> None:
     for leaf in tree_flatten(arg)[0]:
-        aval, _ = leaf_aval(leaf)
+        aval, _ = argument_aval(leaf)
         if not dtypes.is_float(aval.dtype):
             raise _error(
                 GradientError,
@@ -264,7 +265,7 @@ def _check_scalar_output(traced: Traced, main_tree, name: str) -> None:
 
 def _like(value, reference, what: str):
     """``value`` as an operand of ``reference``'s type (a tangent or cotangent)."""
-    aval, _ = leaf_aval(value)
+    aval, _ = argument_aval(value)
     expected = d.aval(reference)
     if aval.shape != expected.shape:
         raise _error(

@@ -15,12 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import dtypes
 from ..ir.core import ClosedJaxpr, Literal, ShapedArray, Var
-from ..ir.errors import NumbaxTypeError, at_line
 from ..tracer.core import Tracer, new_trace
+from ..tracer.promote import argument_aval
 from ..tracer.pytree import PyTreeDef, tree_flatten, tree_unflatten
-from ..tracer.source_info import user_frame_info
 
 
 @dataclass
@@ -44,21 +42,6 @@ class Traced:
         return None if any(out is None for out in outs) else outs
 
 
-def leaf_aval(leaf) -> tuple[ShapedArray, bool]:
-    """The abstract value of an argument leaf, and whether it is weakly typed (a Python
-    scalar promotes like one, NEP 50)."""
-    if isinstance(leaf, Tracer):
-        return leaf.aval, leaf.weak_type
-    if isinstance(leaf, (bool, int, float)):
-        return ShapedArray((), dtypes.result_type(leaf)), True
-    array = np.asarray(leaf)
-    if array.dtype == object:
-        raise NumbaxTypeError(
-            at_line(f"argument of type {type(leaf).__name__} is not an array", user_frame_info())
-        )
-    return ShapedArray(array.shape, array.dtype), False
-
-
 def as_operand(leaf, aval: ShapedArray):
     """An argument leaf as something ``bind`` takes: a tracer, or an array of ``aval``."""
     if isinstance(leaf, Tracer):
@@ -77,7 +60,7 @@ def trace_function(
 ) -> Traced:
     """Trace ``fun(*args, **kwargs)`` over the leaves of ``(args, kwargs)``."""
     leaves, in_tree = tree_flatten((tuple(args), kwargs or {}))
-    avals_weak = [leaf_aval(leaf) for leaf in leaves]
+    avals_weak = [argument_aval(leaf) for leaf in leaves]
     operands = [as_operand(leaf, a) for leaf, (a, _) in zip(leaves, avals_weak, strict=True)]
     out_tree_box = []
 

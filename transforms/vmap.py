@@ -18,7 +18,7 @@ import numpy as np
 from ..ir.core import ClosedJaxpr, ShapedArray
 from ..ir.errors import BatchingError, at_line
 from ..tracer.core import Tracer, replay, trace_flat
-from ..tracer.promote import is_python_scalar, is_weak, leaf_aval
+from ..tracer.promote import argument_aval, is_python_scalar, is_weak
 from ..tracer.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from ..tracer.source_info import user_frame_info
 from . import batching_control_flow, batching_rules  # noqa: F401 - register the rules
@@ -114,7 +114,7 @@ def _trace_example(fun, in_tree, avals, weak) -> tuple[ClosedJaxpr, PyTreeDef]:
 
 
 def _leaf_aval(leaf) -> ShapedArray:
-    return leaf_aval(leaf, lambda message: _error(f"vmap: {message}"))
+    return argument_aval(leaf, lambda message: _error(f"vmap: {message}"))[0]
 
 
 def _example_aval(leaf, dim) -> ShapedArray:

@@ -313,6 +313,228 @@ def test_every_error_class_is_exported():
     for name in ["NumbaxError", "NumbaxTypeError", "ShapeError", "ConcretizationError",
                  "TracerArrayConversionError", "LeakedTracerError", "InPlaceUpdateError",
                  "UnsupportedFunctionError", "StaticArgumentError", "GradientError",
-                 "SerializationError", "TypecheckError"]:  # fmt: skip
+                 "SerializationError", "TypecheckError", "ScalarOverflowError",
+                 "AxisError"]:  # fmt: skip
         cls = getattr(numbax, name)
         assert issubclass(cls, numbax.NumbaxError) and name in numbax.__all__
+
+
+def add_huge(a):
+    return a + 2**40  # the mistake
+
+
+def subtract_huge(a):
+    return a - 2**31  # the mistake
+
+
+def set_huge(a):
+    return a.at[0].set(2**40)  # the mistake
+
+
+def set_infinity(a):
+    return a.at[1].set(float("inf"))  # the mistake
+
+
+def full_huge(a):
+    return a + numbax.numpy.full(3, 2**40, np.int32)  # the mistake
+
+
+def maximum_huge(a):
+    return np.maximum(a, 2**40)  # the mistake
+
+
+def numpy_set(a, value):
+    a = a.copy()
+    a[0] = value
+    return a
+
+
+@pytest.mark.parametrize(
+    "fn, snippet, value, numpy_equivalent",
+    [
+        (add_huge, "2**40", 2**40, lambda a: a + 2**40),
+        (subtract_huge, "2**31", 2**31, lambda a: a - 2**31),
+        (set_huge, "set(2**40)", 2**40, lambda a: numpy_set(a, 2**40)),
+        (set_infinity, "float(", "inf", lambda a: numpy_set(a, float("inf"))),
+        (full_huge, "full(3", 2**40, lambda a: np.full(3, 2**40, np.int32)),
+        (maximum_huge, "np.maximum(a", 2**40, lambda a: np.maximum(a, 2**40)),
+    ],
+    ids=["add", "subtract", "at_set", "at_set_inf", "full", "maximum"],
+)
+def test_python_scalar_out_of_the_dtypes_range(fn, snippet, value, numpy_equivalent):
+    a = np.ones(3, np.int32)
+    with pytest.raises(OverflowError):  # the oracle: NumPy 2 raises too
+        numpy_equivalent(a)
+    message = raises_at(
+        numbax.ScalarOverflowError, jit(fn), snippet, a, match_all=[str(value), "int32"]
+    )
+    assert "NEP 50" in message
+
+
+def test_scalar_overflow_is_an_overflow_error():
+    assert issubclass(numbax.ScalarOverflowError, OverflowError)
+
+
+@pytest.mark.parametrize("value", [2**70, 2**63, -(2**63) - 1])
+def test_python_int_argument_beyond_int64(value):
+    def fn(x):
+        return x + 1
+
+    with pytest.raises(numbax.ScalarOverflowError) as info:
+        jit(fn)(value)  # the call
+    message = str(info.value)
+    assert str(value) in message and "int64" in message
+    assert line_of(test_python_int_argument_beyond_int64, "jit(fn)(value)") in message
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix's own
+def test_matrix_argument_is_refused():
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    for transform in (jit, numbax.grad, numbax.vmap):
+        with pytest.raises(numbax.NumbaxError) as info:
+            transform(lambda x: (x * x).sum())(m)
+        assert "numpy.matrix" in str(info.value) and "np.asarray(x)" in str(info.value)
+
+
+def test_masked_array_is_refused_on_every_call():
+    masked = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False])
+
+    class Tagged(np.ndarray):
+        pass
+
+    f = jit(lambda x: x.sum())
+    # Other arguments seen first (a plain array, an accepted subclass) change nothing.
+    assert f(np.ones(3)) == 3.0
+    assert f(np.ones(3).view(Tagged)) == 3.0
+    for _ in range(2):
+        with pytest.raises(numbax.NumbaxTypeError) as info:
+            f(masked)
+        assert "MaskedArray" in str(info.value) and "filled" in str(info.value)
+
+
+def test_subclass_that_redefines_numpy_functions_is_refused():
+    class WithUnits(np.ndarray):
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            return NotImplemented
+
+    with pytest.raises(numbax.NumbaxTypeError) as info:
+        jit(lambda x: x * 2)(np.ones(2).view(WithUnits))
+    assert "WithUnits" in str(info.value) and "__array_ufunc__" in str(info.value)
+
+
+def test_string_argument_is_told_to_be_static():
+    def fn(x, mode):
+        return x
+
+    with pytest.raises(numbax.NumbaxTypeError) as info:
+        jit(fn)(X, "relu")
+    message = str(info.value)
+    assert "'relu'" in message and "static_argnums" in message and "static_argnames" in message
+    assert ".astype" not in message
+    np.testing.assert_array_equal(jit(fn, static_argnames="mode")(X, "relu"), X)
+
+
+def test_object_array_argument_names_the_object_dtype():
+    with pytest.raises(numbax.NumbaxTypeError) as info:
+        jit(lambda x: x)(np.array([1, None], dtype=object))
+    assert "dtype object" in str(info.value)
+
+
+def zeros_of_traced(n):
+    return np.zeros(n)  # the mistake
+
+
+def full_of_traced(n):
+    return np.full(n, 2.0)  # the mistake
+
+
+def numbax_zeros_of_traced(n):
+    return numbax.numpy.zeros(n)  # the mistake
+
+
+def reshape_to_traced(n):
+    return np.ones(3).reshape(n)  # the mistake
+
+
+@pytest.mark.parametrize(
+    "fn, snippet",
+    [
+        (zeros_of_traced, "np.zeros(n)"),
+        (full_of_traced, "np.full(n"),
+        (numbax_zeros_of_traced, "numpy.zeros(n)"),
+        (reshape_to_traced, "reshape(n)"),
+    ],
+    ids=["np.zeros", "np.full", "numbax.numpy.zeros", "ndarray.reshape"],
+)
+def test_traced_shape_is_a_concretization_error(fn, snippet):
+    raises_at(numbax.ConcretizationError, jit(fn), snippet, 3, match_all=["static_argnums"])
+
+
+def test_a_type_error_of_the_users_own_is_left_alone():
+    def fn(x):
+        try:
+            int(x)
+        except TypeError:
+            pass  # a probe for concreteness, as libraries do
+        raise TypeError(f"unrelated to {x!r}")
+
+    with pytest.raises(TypeError) as info:
+        jit(fn)(1.0)
+    assert not isinstance(info.value, numbax.NumbaxError)
+    assert "unrelated" in str(info.value)
+
+
+# A 0-d array and axis=: NumPy lets ufunc reductions take an int axis of 0 or -1 (they
+# reduce nothing) and sees a 0-d array as shape (1,) in argmax/argmin/cumsum/take; every
+# other out-of-range axis is NumPy's AxisError, named with the axis and ndim.
+ZERO_D_ACCEPTED = {
+    "max": lambda x: np.max(x, axis=0),
+    "min": lambda x: np.min(x, axis=-1),
+    "sum": lambda x: np.sum(x, axis=0),
+    "prod": lambda x: np.prod(x, axis=-1, keepdims=True),
+    "argmax": lambda x: np.argmax(x, axis=0),
+    "argmin": lambda x: np.argmin(x, axis=-1),
+    "cumsum": lambda x: np.cumsum(x, axis=0),
+    "take": lambda x: np.take(x, np.array([0, 0]), axis=0),
+    "squeeze": lambda x: np.squeeze(x, axis=0),
+}
+OUT_OF_RANGE_AXES = {
+    "max of 0-d, tuple axis": (lambda x: np.max(x, axis=(0,)), (), 0),
+    "mean of 0-d": (lambda x: np.mean(x, axis=0), (), 0),
+    "std of 0-d": (lambda x: np.std(x, axis=-1), (), -1),
+    "flip of 0-d": (lambda x: np.flip(x, axis=0), (), 0),
+    "moveaxis of 0-d": (lambda x: np.moveaxis(x, 0, 0), (), 0),
+    "sum": (lambda x: np.sum(x, axis=2), (3, 2), 2),
+    "max": (lambda x: np.max(x, axis=-3), (3, 2), -3),
+    "argmax": (lambda x: np.argmax(x, axis=1), (3,), 1),
+    "cumsum": (lambda x: np.cumsum(x, axis=1), (3,), 1),
+    "take_along_axis": (lambda x: np.take_along_axis(x, np.zeros((3,), int), axis=1), (3,), 1),
+    "concatenate": (lambda x: np.concatenate([x, x], axis=1), (3,), 1),
+    "stack": (lambda x: np.stack([x, x], axis=2), (3,), 2),
+    "squeeze": (lambda x: np.squeeze(x, axis=1), (3,), 1),
+    "swapaxes": (lambda x: np.swapaxes(x, 0, 2), (3, 2), 2),
+}
+
+
+@pytest.mark.parametrize("name", ZERO_D_ACCEPTED)
+def test_zero_d_axis_zero_where_numpy_accepts_it(name):
+    fn, x = ZERO_D_ACCEPTED[name], np.array(2.5)
+    expected = fn(x)
+    got = jit(fn)(x)
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", OUT_OF_RANGE_AXES)
+def test_out_of_range_axis_is_numpys_axis_error(name):
+    fn, shape, axis = OUT_OF_RANGE_AXES[name]
+    x = np.ones(shape)
+    with pytest.raises(np.exceptions.AxisError):
+        fn(x)  # the oracle refuses too
+    with pytest.raises(numbax.AxisError) as info:
+        jit(fn)(x)
+    assert isinstance(info.value, np.exceptions.AxisError) and isinstance(info.value, IndexError)
+    message = str(info.value)
+    assert f"axis {axis}" in message and "dimension" in message
+    assert f"{__file__}:" in message
+    assert info.value.axis == axis

@@ -283,3 +283,131 @@ def test_jit_agrees_with_numpy_on_the_default_backend():
     # No backend argument: whatever NUMBAX_BACKEND or the machine selects.
     x = np.linspace(-1, 1, 7)
     np.testing.assert_allclose(numbax.jit(lambda x: np.exp(x) / 2)(x), np.exp(x) / 2, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- arguments and scalars
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: a < 2**40,
+        lambda a: a == 2**40,
+        lambda a: a != -(2**40),
+        lambda a: 2**40 > a,
+        lambda a: np.greater_equal(a, -(2**33)),
+    ],
+    ids=["lt", "eq", "ne", "reflected_gt", "greater_equal"],
+)
+def test_comparison_with_an_int_outside_the_dtype_is_exact(backend, fn):
+    # NumPy 2 answers these exactly (no OverflowError, no wrapped-around 2**40 == 0).
+    x = np.array([0, -1, 2**31 - 1, -(2**31)], np.int32)
+    out = backend.to_host(numbax.jit(fn, backend=backend)(x))
+    np.testing.assert_array_equal(out, fn(x))
+
+
+def test_python_int_arguments_are_int64_from_its_bounds():
+    f = _counting(lambda x, n: x + n)
+    x = np.zeros(2, np.int64)
+    np.testing.assert_array_equal(f(x, -(2**63)), x + -(2**63))
+    np.testing.assert_array_equal(f(x, 2**63 - 1), x + (2**63 - 1))
+    assert f.cache_info().traces == 1
+
+
+def test_nested_jit_keeps_the_weak_type_of_a_python_scalar(backend):
+    inner = numbax.jit(lambda x: x * np.float32(2), backend=backend)
+    expected = 1.0 * np.float32(2)  # NEP 50: float32
+    assert inner(1.0).dtype == expected.dtype
+    out = numbax.jit(lambda x: inner(x), backend=backend)(1.0)
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(backend.to_host(out), expected)
+
+
+def test_transforms_keep_the_weak_type_through_a_nested_jit():
+    scale = numbax.jit(lambda x, s: x * s, backend="interpret")
+    x = np.arange(3, dtype=np.float32)
+    batched = numbax.vmap(lambda x, s: scale(x, s), in_axes=(0, None))(x, 2.0)
+    assert batched.dtype == (x * 2.0).dtype == np.float32
+    np.testing.assert_array_equal(batched, x * 2.0)
+    inner = numbax.jit(lambda x: x * np.float32(2), backend="interpret")
+    primal, tangent = numbax.jvp(lambda x: inner(x), (1.0,), (1.0,))
+    assert primal.dtype == tangent.dtype == np.float32
+    assert (primal, tangent) == (2.0, 2.0)
+
+
+class Tagged(np.ndarray):
+    """An ndarray subclass that only adds an attribute: taken as its base array."""
+
+    tag = "metres"
+
+
+def test_a_subclass_that_keeps_ndarray_semantics_is_its_base_array(backend):
+    x = np.arange(6.0).reshape(2, 3).view(Tagged)
+    f = numbax.jit(lambda x: x * x + 1, backend=backend)
+    out = backend.to_host(f(x))
+    assert type(out) is np.ndarray
+    np.testing.assert_array_equal(out, np.asarray(x) * np.asarray(x) + 1)
+
+
+def test_static_nan_and_signed_zero_are_their_own_cache_keys():
+    g = _counting(lambda x, s: x * s, static_argnums=1)
+    assert np.isnan(g(1.0, float("nan"))) and np.isnan(g(1.0, float("nan")))
+    assert g.cache_info().traces == 1
+    g(1.0, (float("nan"), 1.0))
+    g(1.0, (float("nan"), 1.0))
+    assert g.cache_info().traces == 2
+    # 0.0 == -0.0 and they hash alike, but the products differ in sign.
+    assert not np.signbit(g(1.0, 0.0)) and np.signbit(g(1.0, -0.0))
+    assert g.cache_info().traces == 4
+
+
+class Scaled:
+    def __init__(self, k):
+        self.k = k
+
+    @numbax.jit(backend="interpret")
+    def apply(self, x):
+        return x * self.k
+
+    @numbax.jit(static_argnums=2, backend="interpret")
+    def power(self, x, n):
+        return x**n * self.k
+
+
+def test_jit_on_a_method_binds_self():
+    x = np.arange(3.0)
+    two, three = Scaled(2.0), Scaled(3.0)
+    np.testing.assert_array_equal(two.apply(x), x * 2.0)
+    np.testing.assert_array_equal(three.apply(x), x * 3.0)
+    np.testing.assert_array_equal(two.apply(x + 1), (x + 1) * 2.0)
+    # The receiver is static, by identity: one trace per instance, shared by the class.
+    assert Scaled.apply.cache_info().traces == 2 and two.apply.cache_info().hits == 1
+    # static_argnums counts self, as in the signature.
+    np.testing.assert_array_equal(three.power(x, 2), x**2 * 3.0)
+    assert "integer_pow" in str(three.power.lower(x, 2).jaxpr)
+
+
+class Affine:
+    """A pytree: a method on it takes its arrays as dynamic arguments."""
+
+    def __init__(self, w, b):
+        self.w, self.b = w, b
+
+    @numbax.jit(backend="interpret")
+    def __call__(self, x):
+        return self.w * x + self.b
+
+
+numbax.register_pytree_node(Affine, lambda a: ((a.w, a.b), None), lambda _, c: Affine(*c))
+
+
+def test_a_method_on_a_pytree_takes_its_fields_as_arguments():
+    x = np.arange(3.0)
+    for w, b in [(2.0, 1.0), (np.ones(3), np.zeros(3)), (np.full(3, 5.0), np.ones(3))]:
+        np.testing.assert_array_equal(Affine(w, b)(x), w * x + b)
+    assert Affine.__call__.cache_info().traces == 2  # scalars, then arrays of shape (3,)
+
+
+def test_static_shape_argument_works():
+    f = _counting(lambda n: np.zeros(n) + numbax.numpy.ones((n, 2)).sum(), static_argnums=0)
+    np.testing.assert_array_equal(f(3), np.zeros(3) + 6.0)
