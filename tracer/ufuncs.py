@@ -173,9 +173,14 @@ def arctan2(y, x):
     return lax.atan2(y, x)
 
 
-def _binary(prim_fn, name):
+def _binary(prim_fn, name, dtype_rule=None):
+    """A binary ufunc of one primitive. ``dtype_rule(name, x, y)``, when given, picks the
+    dtype both operands are converted to (NumPy's promotion otherwise)."""
+
     def fn(x, y):
-        (x, y), _ = promote_and_broadcast(x, y, operation=name)
+        x, y = operand(x), operand(y)
+        dtype = dtype_rule(name, x, y) if dtype_rule else None
+        (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation=name)
         return prim_fn(x, y)
 
     fn.__name__ = name
@@ -205,22 +210,16 @@ def fmod(x, y):
     return lax.rem(x, y)
 
 
-def _comparison(prim_fn, name):
-    def fn(x, y):
-        x, y = operand(x), operand(y)
-        (x, y), _ = promote_and_broadcast(x, y, dtype=comparison_dtype(x, y), operation=name)
-        return prim_fn(x, y)
-
-    fn.__name__ = name
-    return fn
+def _comparison_dtype(name, x, y) -> np.dtype:
+    return comparison_dtype(x, y)
 
 
-equal = _comparison(lax.eq, "equal")
-not_equal = _comparison(lax.ne, "not_equal")
-less = _comparison(lax.lt, "less")
-less_equal = _comparison(lax.le, "less_equal")
-greater = _comparison(lax.gt, "greater")
-greater_equal = _comparison(lax.ge, "greater_equal")
+equal = _binary(lax.eq, "equal", _comparison_dtype)
+not_equal = _binary(lax.ne, "not_equal", _comparison_dtype)
+less = _binary(lax.lt, "less", _comparison_dtype)
+less_equal = _binary(lax.le, "less_equal", _comparison_dtype)
+greater = _binary(lax.gt, "greater", _comparison_dtype)
+greater_equal = _binary(lax.ge, "greater_equal", _comparison_dtype)
 
 
 def _bitwise_dtype(name, *xs) -> np.dtype:
@@ -238,38 +237,20 @@ def _bitwise_dtype(name, *xs) -> np.dtype:
     return dtype
 
 
-def _bitwise(prim_fn, name):
-    def fn(x, y):
-        x, y = operand(x), operand(y)
-        (x, y), _ = promote_and_broadcast(x, y, dtype=_bitwise_dtype(name, x, y), operation=name)
-        return prim_fn(x, y)
-
-    fn.__name__ = name
-    return fn
+bitwise_and = _binary(lax.bitwise_and, "bitwise_and", _bitwise_dtype)
+bitwise_or = _binary(lax.bitwise_or, "bitwise_or", _bitwise_dtype)
+bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor", _bitwise_dtype)
 
 
-bitwise_and = _bitwise(lax.bitwise_and, "bitwise_and")
-bitwise_or = _bitwise(lax.bitwise_or, "bitwise_or")
-bitwise_xor = _bitwise(lax.bitwise_xor, "bitwise_xor")
-
-
-def _shift(prim_fn, name):
+def _shift_dtype(name, x, y) -> np.dtype:
     """NumPy has no bool loop for shifts and computes bools in int8, which numbax widens
     to int32."""
-
-    def fn(x, y):
-        x, y = operand(x), operand(y)
-        dtype = _bitwise_dtype(name, x, y)
-        dtype = dtypes.int32 if dtype == dtypes.bool_ else dtype
-        (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation=name)
-        return prim_fn(x, y)
-
-    fn.__name__ = name
-    return fn
+    dtype = _bitwise_dtype(name, x, y)
+    return dtypes.int32 if dtype == dtypes.bool_ else dtype
 
 
-left_shift = _shift(lax.shift_left, "left_shift")
-right_shift = _shift(lax.shift_right_arithmetic, "right_shift")
+left_shift = _binary(lax.shift_left, "left_shift", _shift_dtype)
+right_shift = _binary(lax.shift_right_arithmetic, "right_shift", _shift_dtype)
 
 
 def true_divide(x, y):
