@@ -102,14 +102,27 @@ def copy_cheap_producers(jaxpr: Jaxpr) -> Jaxpr:
     producers = {v: e for e in jaxpr.eqns for v in e.outputs}
     out = Rebuilder()
 
-    def copy(atom: Atom, copies: dict) -> Atom:
+    def copied(atom: Atom) -> bool:
         producer = producers.get(atom) if isinstance(atom, Var) else None
-        if producer is None or producer.prim.name not in COPIED or readers[atom] < 2:
-            return atom
-        if atom not in copies:
-            inputs = [copy(a, copies) for a in producer.inputs]
-            copies[atom] = out.emit1(producer.prim, inputs, producer.source_info, **producer.params)
-        return copies[atom]
+        return producer is not None and producer.prim.name in COPIED and readers[atom] >= 2
+
+    def copy(atom: Atom, copies: dict) -> Atom:
+        # Post-order from an explicit stack: a chain of conversions may be long.
+        stack = [atom]
+        while stack:
+            top = stack[-1]
+            if not copied(top) or top in copies:
+                stack.pop()
+                continue
+            producer = producers[top]
+            pending = [a for a in producer.inputs if copied(a) and a not in copies]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            inputs = [copies.get(a, a) if isinstance(a, Var) else a for a in producer.inputs]
+            copies[top] = out.emit1(producer.prim, inputs, producer.source_info, **producer.params)
+        return copies.get(atom, atom) if isinstance(atom, Var) else atom
 
     for eqn in jaxpr.eqns:
         copies: dict = {}

@@ -20,6 +20,7 @@ bodies fused.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern
 from .broadcasts import copy_cheap_producers, hoist_broadcasts
 from .dce import eliminate_dead_code
-from .kernels import KernelSpec, build_kernel, classify
+from .kernels import KernelSpec, build_kernel, classify, merged_spec, reads_across
 from .rewrite import map_subjaxprs
 
 
@@ -46,16 +47,26 @@ def fuse(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
-@dataclass(frozen=True)
-class Group:
-    """A kernel in the making: equation indices in program order, and its spec (None
-    for a control-flow equation, which is never merged)."""
+# A var read by many kernels (an input every term of a long sum reads) pairs each of them
+# with only this many others as siblings: candidates stay linear in the program's size.
+SIBLING_CANDIDATES = 16
 
-    members: tuple[int, ...]
+
+@dataclass(eq=False)
+class Group:
+    """A kernel in the making (None as spec for control flow, which is never merged).
+
+    A merge moves the smaller group into the larger, updating the larger's sets in place,
+    so an equation moves O(log n) times and fusing a long program stays near linear."""
+
+    members: list[int]  # equation indices
     spec: KernelSpec | None
-    produced: frozenset
-    inputs: frozenset  # variables read and not produced here
-    consumers: frozenset  # equations outside the group that read what it produces
+    produced: set
+    inputs: set  # variables read and not produced here
+    consumers: set  # equations outside the group that read what it produces
+    guarded_reads: set  # variables its broadcasts and contractions read (``reads_across``)
+    first: int  # its first equation
+    position: int  # its place in a topological order of the groups
 
     @property
     def mergeable(self) -> bool:
@@ -69,65 +80,101 @@ class Partition:
         self.producer = {v: i for i, e in enumerate(self.eqns) for v in e.outputs}
         self.readers: dict[Var, list[int]] = defaultdict(list)
         for i, eqn in enumerate(self.eqns):
-            for var in dict.fromkeys(a for a in eqn.inputs if isinstance(a, Var)):
+            for var in _read_vars(eqn):
                 self.readers[var].append(i)
         self.group_of = list(range(len(self.eqns)))
+        # var -> {group: how many of its equations read var}, in order of first reading.
+        self.reader_groups: dict[Var, dict[int, int]] = {
+            var: dict.fromkeys(readers, 1) for var, readers in self.readers.items()
+        }
         self.groups: dict[int, Group] = {}
         for i, eqn in enumerate(self.eqns):
             spec = None if eqn.prim.pattern is Pattern.CONTROL else classify([eqn])
+            guarded = eqn.prim.pattern is Pattern.CONTRACTION or eqn.prim.name == "broadcast_in_dim"
             self.groups[i] = Group(
-                (i,),
+                [i],
                 spec,
-                frozenset(eqn.outputs),
-                frozenset(a for a in eqn.inputs if isinstance(a, Var)),
-                frozenset(r for v in eqn.outputs for r in self.readers.get(v, ())),
+                set(eqn.outputs),
+                set(_read_vars(eqn)),
+                {r for v in eqn.outputs for r in self.readers.get(v, ())},
+                set(_read_vars(eqn)) if guarded else set(),
+                i,
+                i,  # program order is a topological order
             )
-        self.next_id = len(self.eqns)
 
     # ------------------------------------------------------------------ merging
 
     def merge_greedily(self) -> None:
+        """Merge the pair saving the most bytes first, until no pair saves any. A pair's
+        saving is re-read when it is popped (merges since may have changed it); the
+        pairs a merge may have made more valuable are pushed again by ``_merge``."""
         heap: list = []
         for gid in list(self.groups):
-            self._push_candidates(heap, gid)
+            self._push_candidates(heap, gid, self._related(gid))
         while heap:
-            _, _, a, b = heapq.heappop(heap)
+            negative_saved, first, a, b = heapq.heappop(heap)
             if a not in self.groups or b not in self.groups:
+                continue
+            entry = self._candidate(a, b)
+            if entry is None:
+                continue
+            if entry != (negative_saved, first, a, b):
+                heapq.heappush(heap, entry)
                 continue
             spec = self.merged_spec(a, b)
             if spec is not None:
-                self._push_candidates(heap, self._merge(a, b, spec))
+                self._merge(heap, a, b, spec)
 
     def merged_spec(self, a: int, b: int) -> KernelSpec | None:
         """The spec of ``a`` and ``b`` as one kernel, if that is legal."""
         ga, gb = self.groups[a], self.groups[b]
         if not (ga.mergeable and gb.mergeable):
             return None
-        spec = classify([self.eqns[i] for i in sorted(ga.members + gb.members)])
-        if spec is None or self._reaches(a, b) or self._reaches(b, a):
+        spec = merged_spec(ga.spec, gb.spec)
+        if spec is None or not self._reads_across(a, b, spec) or not self._reads_across(b, a, spec):
+            return None
+        if self._reaches(a, b) or self._reaches(b, a):
             return None
         return spec
 
-    def _push_candidates(self, heap: list, gid: int) -> None:
-        group = self.groups[gid]
-        if not group.mergeable:
+    def _reads_across(self, reader: int, source: int, spec: KernelSpec) -> bool:
+        """Whether the equations of ``reader`` that read values ``source`` computes may
+        read them inside one kernel of ``spec``."""
+        group, produced = self.groups[reader], self.groups[source].produced
+        for var in group.guarded_reads & produced:
+            for r in self.readers[var]:
+                if self.group_of[r] == reader and not reads_across(self.eqns[r], spec):
+                    return False
+        return True
+
+    def _candidate(self, a: int, b: int) -> tuple | None:
+        """The heap entry of merging ``a`` and ``b``, or None when it saves nothing."""
+        saved = self.bytes_saved(a, b)
+        if saved <= 0:
+            return None
+        return (-saved, min(self.groups[a].first, self.groups[b].first), a, b)
+
+    def _push_candidates(self, heap: list, gid: int, related: set[int]) -> None:
+        if not self.groups[gid].mergeable:
             return
-        for other in self._related(gid):
-            saved = self.bytes_saved(gid, other)
-            if saved > 0:
-                first = min(group.members), min(self.groups[other].members)
-                heapq.heappush(heap, (-saved, min(first), gid, other))
+        for other in related:
+            if other != gid and other in self.groups and self.groups[other].mergeable:
+                entry = self._candidate(gid, other)
+                if entry is not None:
+                    heapq.heappush(heap, entry)
 
     def _related(self, gid: int) -> set[int]:
-        """Kernels that produce, consume or share a variable with ``gid``."""
+        """Kernels that consume, produce or share (as siblings) a variable ``gid`` reads
+        or computes; every one of them that a merge can save bytes with."""
         group = self.groups[gid]
-        related = set()
-        for var in group.produced | group.inputs:
-            related.update(self.group_of[r] for r in self.readers.get(var, ()))
+        related = {self.group_of[r] for r in group.consumers}
+        for var in group.inputs:
             if var in self.producer:
                 related.add(self.group_of[self.producer[var]])
+            if var.aval.shape != ():  # a shared scalar saves nothing
+                related.update(itertools.islice(self.reader_groups[var], SIBLING_CANDIDATES + 1))
         related.discard(gid)
-        return {g for g in related if self.groups[g].mergeable}
+        return related
 
     def bytes_saved(self, a: int, b: int) -> int:
         """Memory traffic saved by running ``a`` and ``b`` as one kernel."""
@@ -136,23 +183,39 @@ class Partition:
         for source, sink in ((ga, gb), (gb, ga)):
             for var in source.produced & sink.inputs:
                 read_elsewhere = var in self.outvars or any(
-                    self.group_of[r] not in (a, b) for r in self.readers[var]
+                    g != a and g != b for g in self.reader_groups[var]
                 )
                 saved += var.aval.nbytes * (1 if read_elsewhere else 2)
         shared = (v for v in ga.inputs & gb.inputs if v.aval.shape != ())
         return saved + sum(v.aval.nbytes for v in shared)
 
-    def _merge(self, a: int, b: int, spec: KernelSpec) -> int:
-        ga, gb = self.groups.pop(a), self.groups.pop(b)
-        produced = ga.produced | gb.produced
-        gid, self.next_id = self.next_id, self.next_id + 1
-        members = tuple(sorted(ga.members + gb.members))
-        inputs = (ga.inputs | gb.inputs) - produced
-        consumers = (ga.consumers | gb.consumers) - set(members)
-        self.groups[gid] = Group(members, spec, produced, inputs, consumers)
-        for i in members:
-            self.group_of[i] = gid
-        return gid
+    def _merge(self, heap: list, a: int, b: int, spec: KernelSpec) -> None:
+        """Move the smaller of ``a`` and ``b`` into the larger, then offer the merged
+        group to every kernel the smaller one was related to: only their savings can
+        have grown."""
+        if len(self.groups[a].members) < len(self.groups[b].members):
+            a, b = b, a
+        related = self._related(b)
+        self._reorder(a, b)
+        big, small = self.groups[a], self.groups.pop(b)
+        for i in small.members:
+            self.group_of[i] = a
+            for var in _read_vars(self.eqns[i]):
+                counts = self.reader_groups[var]
+                counts[b] -= 1
+                if not counts[b]:
+                    del counts[b]
+                counts[a] = counts.get(a, 0) + 1
+        big.members += small.members
+        big.consumers.difference_update(small.members)
+        big.consumers.update(r for r in small.consumers if self.group_of[r] != a)
+        big.produced |= small.produced
+        big.inputs.difference_update(small.produced)
+        big.inputs.update(v for v in small.inputs if v not in big.produced)
+        big.guarded_reads |= small.guarded_reads
+        big.first = min(big.first, small.first)
+        big.spec = spec
+        self._push_candidates(heap, a, related)
 
     # ------------------------------------------------------------------- graph
 
@@ -165,16 +228,57 @@ class Partition:
 
     def _reaches(self, source: int, target: int) -> bool:
         """Whether a path leads from ``source`` to ``target`` through another kernel."""
-        stack = [g for g in self.successors(source) if g != target]
+        return target in self._forward(source, target)
+
+    def _forward(self, source: int, target: int) -> set[int]:
+        """Kernels reachable from ``source`` through others, up to ``target``'s place in
+        the topological order (nothing later leads back to it); ``target`` itself when a
+        path through another kernel reaches it."""
+        limit = self.groups[target].position
+        stack = [g for g in self.successors(source) if g != target and self._position(g) <= limit]
         seen = set(stack)
         while stack:
             for nxt in self.successors(stack.pop()):
-                if nxt == target:
-                    return True
-                if nxt not in seen:
+                if nxt not in seen and self._position(nxt) <= limit:
                     seen.add(nxt)
                     stack.append(nxt)
-        return False
+        return seen
+
+    def _backward(self, target: int, source: int) -> set[int]:
+        """Kernels that reach ``target``, back to ``source``'s place in the order."""
+        limit = self.groups[source].position
+        stack = [g for g in self.predecessors(target) if g != source and self._position(g) > limit]
+        seen = set(stack)
+        while stack:
+            for prev in self.predecessors(stack.pop()):
+                if prev not in seen and self._position(prev) > limit:
+                    seen.add(prev)
+                    stack.append(prev)
+        return seen
+
+    def _reorder(self, a: int, b: int) -> None:
+        """Keep the positions a topological order once ``b`` merges into ``a`` (Pearce and
+        Kelly's reordering, for a contraction). The merged kernel takes the later one's
+        place when the earlier one leads to no kernel between the two, else the earlier
+        one's place when no kernel between leads to the later one; otherwise those that
+        lead to the later one move in front of it and those the earlier one leads to
+        behind it. Only kernels between the two are visited."""
+        early, late = sorted((a, b), key=self._position)
+        behind = self._forward(early, late)
+        if not behind:
+            self.groups[a].position = self._position(late)
+            return
+        in_front = self._backward(late, early)
+        if not in_front:
+            self.groups[a].position = self._position(early)
+            return
+        moved = sorted(in_front, key=self._position) + [a] + sorted(behind, key=self._position)
+        slots = sorted(self._position(g) for g in [*in_front, *behind, early, late])
+        for gid, slot in zip(moved, slots, strict=False):
+            self.groups[gid].position = slot
+
+    def _position(self, gid: int) -> int:
+        return self.groups[gid].position
 
     # ------------------------------------------------------------------- output
 
@@ -182,7 +286,7 @@ class Partition:
         eqns = []
         for gid in self._topological_order():
             group = self.groups[gid]
-            members = [self.eqns[i] for i in group.members]
+            members = [self.eqns[i] for i in sorted(group.members)]
             if group.spec is None:
                 eqns.append(map_subjaxprs(members[0], fuse_body))
                 continue
@@ -201,7 +305,7 @@ class Partition:
     def _topological_order(self) -> list[int]:
         """Kernels in dependency order, ties in the order of their first equation."""
         waiting = {gid: len(self.predecessors(gid)) for gid in self.groups}
-        ready = [(min(self.groups[g].members), g) for g, n in waiting.items() if n == 0]
+        ready = [(self.groups[g].first, g) for g, n in waiting.items() if n == 0]
         heapq.heapify(ready)
         order = []
         while ready:
@@ -210,5 +314,10 @@ class Partition:
             for nxt in self.successors(gid):
                 waiting[nxt] -= 1
                 if waiting[nxt] == 0:
-                    heapq.heappush(ready, (min(self.groups[nxt].members), nxt))
+                    heapq.heappush(ready, (self.groups[nxt].first, nxt))
         return order
+
+
+def _read_vars(eqn: Eqn) -> list[Var]:
+    """The variables ``eqn`` reads, each once."""
+    return list(dict.fromkeys(a for a in eqn.inputs if isinstance(a, Var)))

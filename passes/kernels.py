@@ -124,6 +124,32 @@ def _broadcasts_back(eqn: Eqn, spec: KernelSpec) -> bool:
     )
 
 
+def merged_spec(a: KernelSpec, b: KernelSpec) -> KernelSpec | None:
+    """The kernel two kernels of specs ``a`` and ``b`` make together, or None: what
+    ``classify`` says of their union, leaving aside the equations of one that read a
+    value the other computes (``reads_across``). Fusion merges with this, in time
+    independent of the kernels' sizes, instead of classifying every union anew."""
+    if "opaque" in (a.kind, b.kind):
+        return None
+    if a.kind == "elementwise" and b.kind != "elementwise":
+        a, b = b, a
+    if b.kind != "elementwise":
+        same_reduction = a.kind == b.kind == "reduction" and a == b
+        return a if same_reduction else None  # one dot_general, or one reduction space
+    if a.kind == "reduction":
+        return a if b.shape in (a.shape, a.reduced_shape) else None
+    return a if b.shape == a.shape else None
+
+
+def reads_across(eqn: Eqn, spec: KernelSpec) -> bool:
+    """Whether ``eqn`` may read a value computed in the same kernel of ``spec``."""
+    if eqn.prim.pattern is Pattern.CONTRACTION:
+        return False  # no prologue: the operands come from memory
+    if eqn.prim.name == "broadcast_in_dim":
+        return spec.kind == "reduction" and _broadcasts_back(eqn, spec)
+    return True
+
+
 # ----------------------------------------------------------------------------- build
 
 # Bookkeeping ops left out of kernel names unless they are all a kernel does.

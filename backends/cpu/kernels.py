@@ -113,23 +113,32 @@ class _Analysis:
         self.iota_dims: set[int] = set()
 
     def visit(self, var, mapping: tuple) -> None:
+        # A worklist, not recursion: a fused chain is as deep as the program is long.
+        work = [(var, mapping)]
+        while work:
+            var, mapping = work.pop()
+            for operand in self._operands(var, mapping):
+                work.append(operand)
+
+    def _operands(self, var, mapping: tuple) -> list:
+        """Record ``var``'s use at ``mapping``; the (operand, mapping) pairs it needs."""
         if isinstance(var, Literal) or var in self.writer.scalars or (var, mapping) in self.seen:
-            return
+            return []
         self.seen.add((var, mapping))
         writer = self.writer
         if var in writer.leaves:
             self.uses.append(Use(writer.leaves[var], var.aval.shape, mapping))
-            return
+            return []
         eqn = writer.producer[var]
         if eqn.prim.name == "iota":
             d = mapping[eqn.params["dimension"]]
             if d is not None:
                 self.iota_dims.add(d)
-            return
+            return []
         if eqn.prim.name in REDUCTIONS:
             writer.check_reduction(eqn, mapping)
-        for x, m in zip(eqn.inputs, operand_mappings(eqn, mapping, writer.shape), strict=True):
-            self.visit(x, m)
+        mappings = operand_mappings(eqn, mapping, writer.shape)
+        return list(zip(eqn.inputs, mappings, strict=True))
 
 
 class KernelWriter:
@@ -186,7 +195,34 @@ class KernelWriter:
     # --- values ---------------------------------------------------------------------------
 
     def value(self, var, mapping: tuple) -> Scalar:
-        """The scalar ``var`` holds at the current point, when its dims follow ``mapping``."""
+        """The scalar ``var`` holds at the current point, when its dims follow ``mapping``.
+
+        Operands are written before the eqns that read them, first operand first, from an
+        explicit stack: a fused chain is as deep as the program is long."""
+        done: dict = {}
+        stack = [(var, mapping)]
+        while stack:
+            item = stack[-1]
+            if item in done:
+                stack.pop()
+                continue
+            found = self._known(*item)
+            if found is not None:
+                stack.pop()
+                done[item] = found
+                continue
+            eqn = self.producer[item[0]]
+            operands = self._operand_items(eqn, item[1])
+            pending = [o for o in operands if o not in done]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            done[item] = self._apply(eqn, *item, [done[o] for o in operands])
+        return done[(var, mapping)]
+
+    def _known(self, var, mapping: tuple) -> Scalar | None:
+        """``var``'s scalar when no operand has to be computed first, else None."""
         if isinstance(var, Literal):
             return Scalar(self.program.constant(var.val, var.aval.dtype))
         if var in self.scalars:
@@ -196,33 +232,41 @@ class KernelWriter:
         found = builder.lookup(key)
         if found is not None:
             return found
-        prefix = self.program.name(var)
         if var in self.leaves:
-            return builder.load(Use(self.leaves[var], var.aval.shape, mapping), prefix)
+            return builder.load(Use(self.leaves[var], var.aval.shape, mapping), self._prefix(var))
         if var in self.stored and mapping == self.stored[var].dims:
-            return builder.load(self.stored[var], prefix)
+            return builder.load(self.stored[var], self._prefix(var))
         if var in self.results:
             result = self.results[var]
-            return result if isinstance(result, Scalar) else builder.load(result, prefix)
+            return result if isinstance(result, Scalar) else builder.load(result, self._prefix(var))
         eqn = self.producer[var]
-        prim = eqn.prim.name
-        if prim in _PASS_THROUGH:
-            (m,) = operand_mappings(eqn, mapping, self.shape)
-            return self.value(eqn.inputs[0], m)
-        if prim == "iota":
-            return self._iota(eqn, mapping, key, prefix)
-        if eqn.prim.pattern is not Pattern.ELEMENTWISE:
-            raise Unfusable(f"{prim} inside a loop kernel")
-        operands = [
-            self.value(x, m)
-            for x, m in zip(eqn.inputs, operand_mappings(eqn, mapping, ()), strict=True)
-        ]
+        if eqn.prim.name == "iota":
+            return self._iota(eqn, mapping, key, self._prefix(var))
+        if eqn.prim.name not in _PASS_THROUGH and eqn.prim.pattern is not Pattern.ELEMENTWISE:
+            raise Unfusable(f"{eqn.prim.name} inside a loop kernel")
+        return None
+
+    def _prefix(self, var) -> str:
+        return self.program.name(var)
+
+    def _operand_items(self, eqn: Eqn, mapping: tuple) -> list[tuple]:
+        """The (operand, mapping) pairs ``eqn``'s output at ``mapping`` is computed from."""
+        shape = self.shape if eqn.prim.name in _PASS_THROUGH else ()
+        return list(zip(eqn.inputs, operand_mappings(eqn, mapping, shape), strict=True))
+
+    def _apply(self, eqn: Eqn, var, mapping: tuple, operands: list[Scalar]) -> Scalar:
+        """The statement computing ``var`` from its operands' scalars."""
+        if eqn.prim.name in _PASS_THROUGH:
+            return operands[0]
         in_dtype = eqn.inputs[-1].aval.dtype  # select's predicate comes first
+        names = [o.name for o in operands]
         expression = scalar.emit(
-            self.program, prim, in_dtype, var.aval.dtype, [o.name for o in operands], eqn.params
+            self.program, eqn.prim.name, in_dtype, var.aval.dtype, names, eqn.params
         )
         deps = frozenset().union(*(o.deps for o in operands))
-        return builder.place(key, prefix, expression, deps, self.program.comment(eqn))
+        key = ("value", var, mapping)
+        comment = self.program.comment(eqn)
+        return self.builder.place(key, self._prefix(var), expression, deps, comment)
 
     def _iota(self, eqn: Eqn, mapping, key, prefix) -> Scalar:
         d = mapping[eqn.params["dimension"]]

@@ -109,12 +109,23 @@ class ReductionWriter(KernelWriter):
         depth: dict = {}
 
         def reduction_depth(var) -> int:
-            if isinstance(var, Literal) or var in self.leaves or var in self.scalars:
-                return 0
-            if var not in depth:
-                eqn = self.producer[var]
-                inner = max((reduction_depth(x) for x in eqn.inputs), default=0)
-                depth[var] = inner + (1 if eqn.prim.name in REDUCTIONS else 0)
+            # Post-order from an explicit stack: the chain of eqns may be long.
+            stack = [var]
+            while stack:
+                top = stack[-1]
+                if isinstance(top, Literal) or top in self.leaves or top in self.scalars:
+                    depth[top] = 0
+                if top in depth:
+                    stack.pop()
+                    continue
+                eqn = self.producer[top]
+                pending = [x for x in eqn.inputs if x not in depth]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                stack.pop()
+                inner = max((depth[x] for x in eqn.inputs), default=0)
+                depth[top] = inner + (1 if eqn.prim.name in REDUCTIONS else 0)
             return depth[var]
 
         stages: dict[int, list[Eqn]] = {}
@@ -149,18 +160,23 @@ class ReductionWriter(KernelWriter):
 
     def _costly(self, var) -> bool:
         """Whether computing ``var`` (back to loads and reduction results) is expensive."""
-        eqn = self.producer.get(var)
-        if eqn is None or eqn.prim.name in REDUCTIONS:
-            return False
-        return eqn.prim.expensive or any(self._costly(x) for x in eqn.inputs)
+        return any(self.producer[v].prim.expensive for v in self._computed(var))
 
     def _reads(self, var, target) -> bool:
-        if var is target:
-            return True
-        eqn = self.producer.get(var)
-        if eqn is None or eqn.prim.name in REDUCTIONS:
-            return False
-        return any(self._reads(x, target) for x in eqn.inputs)
+        return target is var or any(target in self.producer[v].inputs for v in self._computed(var))
+
+    def _computed(self, var) -> set:
+        """``var`` and the values it is computed from here, back to loads and reduction
+        results (those are not entered). A worklist: a prologue is as deep as it is long."""
+        computed, work = set(), [var]
+        while work:
+            var = work.pop()
+            eqn = self.producer.get(var)
+            if var in computed or eqn is None or eqn.prim.name in REDUCTIONS:
+                continue
+            computed.add(var)
+            work.extend(eqn.inputs)
+        return computed
 
     def _reduced_index(self) -> str:
         reduced = [g for g in self.builder.groups if g.reduced]
