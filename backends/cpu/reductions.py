@@ -17,10 +17,13 @@ combines the partial results in order. Float sums and products accumulate with
 into SIMD lanes; an expensive value a pass computes anyway and the epilogue needs again
 is kept in the output it becomes (``_plan_spills``).
 
-Float sums narrower than float64 accumulate in float64 (``accumulator_dtypes``): a
-float32 sum of n values then errs by about n * 2**-53 before the one rounding to float32,
-below NumPy's pairwise summation on every layout (NumPy sums a leading axis serially, in
-float32), with no blocking that the vectoriser would have to see through. Products keep
+Float sums are at least as accurate as NumPy's pairwise summation on every layout.
+Over a reduced axis that is innermost (rows, full sums) they are blocked
+(``_accumulation_loops``): each block of ``SUM_BLOCK`` values sums into a fresh
+accumulator of the operand's own dtype, which LLVM spreads over SIMD lanes at full
+width, and the block sums are added into a float64 total with Neumaier's compensation.
+Column sums (accumulator arrays) accumulate float32 in float64 arrays
+(``accumulator_dtypes``): NumPy sums a leading axis serially, in float32. Products keep
 their dtype: a wider product would not overflow or underflow where NumPy's does
 (``inf * 0`` would become a number), and NumPy's own products are serial.
 """
@@ -37,9 +40,9 @@ from .loopnest import Scalar, Use
 
 # How many pieces a parallel full reduction is split into: enough to balance the threads.
 REDUCTION_CHUNKS = 16
-# Iterations of a blocked float64 sum per block (``_accumulation_loops``): each of the
-# vectoriser's 8 to 32 lanes then sums 16 to 64 values, as NumPy's pairwise sum does at
-# its leaves; the compensated add per block costs a few percent.
+# Iterations of a blocked float sum per block (``_accumulation_loops``): each of the
+# vectoriser's 8 to 64 accumulators then sums 8 to 64 values, as NumPy's pairwise sum
+# does at its leaves; the compensated add per block costs a few percent.
 SUM_BLOCK = 512
 
 
@@ -276,11 +279,11 @@ class ReductionWriter(KernelWriter):
         """The loops over ``inner`` (the first within ``bounds``, (start, stop), when given)
         folding every operand into its accumulator.
 
-        Float64 sums have no wider type to accumulate in, so they are blocked: every run
-        of the innermost loop, cut to ``SUM_BLOCK`` iterations, sums into a fresh
-        accumulator (vectorised into SIMD lanes), and the block sums are added to the
-        total with Neumaier's compensation: the error is that of one block plus about
-        one rounding, below NumPy's pairwise summation."""
+        Float sums are blocked: every run of the innermost loop, cut to ``SUM_BLOCK``
+        iterations, sums into a fresh accumulator of the operand's dtype (vectorised into
+        SIMD lanes), and the block sums are added to the float64 total with Neumaier's
+        compensation: the error is that of one block plus about one rounding, below
+        NumPy's pairwise summation."""
         builder = self.builder
         blocked = [eqn for eqn in accumulators if _blocked_sum(eqn)]
         if not blocked:
@@ -296,16 +299,23 @@ class ReductionWriter(KernelWriter):
             builder.open_loop(k, bounds=None if n or not bounds else ", ".join(bounds))
         block = self.program.fresh("block")
         builder.open(f"for {block} in range({start}, {stop}, {SUM_BLOCK}):")
-        block_sums = {eqn: self._init(eqn) for eqn in blocked}
+        block_sums = {}
+        for eqn in blocked:
+            block_sums[eqn] = self.program.fresh("block_sum")
+            zero = self.program.constant(0, eqn.inputs[0].aval.dtype)
+            builder.write(f"{block_sums[eqn]} = {zero}")
         builder.open_loop(innermost, bounds=f"{block}, min({block} + {SUM_BLOCK}, {stop})")
-        self._accumulate({**accumulators, **block_sums})
+        self._accumulate({eqn: accumulators[eqn] for eqn in accumulators if eqn not in blocked})
+        for eqn in blocked:  # in the operand's dtype: full SIMD width
+            dtype, operand = eqn.inputs[0].aval.dtype, self._operand(eqn).name
+            fold = _combiner("reduce_sum", dtype, block_sums[eqn], operand, self.program)
+            builder.write(f"{block_sums[eqn]} = {fold}")
         builder.close()
         add = self.program.function(scalar.INTRINSICS, "compensated_add")
         for eqn in blocked:
             total, compensation = accumulators[eqn][0], compensations[eqn]
-            builder.write(
-                f"{total}, {compensation} = {add}({total}, {compensation}, {block_sums[eqn][0]})"
-            )
+            block_sum = scalar.cast(dtypes.float64, block_sums[eqn])
+            builder.write(f"{total}, {compensation} = {add}({total}, {compensation}, {block_sum})")
         builder.close()
         for _ in outer:
             builder.close()
@@ -361,7 +371,7 @@ def _combiner(prim: str, dtype: np.dtype, acc: str, value: str, program) -> str:
 
 
 def _blocked_sum(eqn: Eqn) -> bool:
-    return eqn.prim.name == "reduce_sum" and accumulator_dtypes(eqn) == [dtypes.float64]
+    return eqn.prim.name == "reduce_sum" and eqn.inputs[0].aval.dtype.kind == "f"
 
 
 def accumulator_dtypes(eqn: Eqn) -> list[np.dtype]:
