@@ -18,7 +18,17 @@ _INTERNAL_PREFIXES = tuple(
     for folder in ("ir", "tracer", "transforms", "passes", "backends")
 ) + (os.path.dirname(np.__file__) + os.sep,)
 _INTERNAL_FILES = frozenset(
-    os.path.join(_PACKAGE_ROOT, name) for name in ("__init__.py", "api.py", "nn.py", "lax.py")
+    os.path.join(_PACKAGE_ROOT, name)
+    for name in (
+        "__init__.py",
+        "api.py",
+        "nn.py",
+        "lax.py",
+        "optim.py",
+        "export.py",
+        "traceback_util.py",
+        "compile_log.py",
+    )
 )
 
 
