@@ -19,6 +19,7 @@ from typing import Any
 
 from ..ir.core import ClosedJaxpr
 from ..ir.errors import TypecheckError
+from ..ir.graph import jaxpr_to_dot
 from ..ir.typecheck import typecheck
 
 PassFn = Callable[[ClosedJaxpr], tuple[ClosedJaxpr, dict[str, int]]]
@@ -179,8 +180,9 @@ class _Runner:
             return
         index = record.index if record else 0
         header = f"# {record}\n" if record else "# the program as traced\n"
-        path = os.path.join(self.dump_dir, f"{index:02d}_{name}.txt")
-        _write(path, header + str(closed) + "\n")
+        stem = os.path.join(self.dump_dir, f"{index:02d}_{name}")
+        _write(stem + ".txt", header + str(closed) + "\n")
+        _write(stem + ".dot", jaxpr_to_dot(closed, name=name, title=header[2:].strip()))
 
 
 def _write(path: str, text: str) -> None:

@@ -87,7 +87,9 @@ def test_debug_checks_default_to_the_config(monkeypatch):
 
 def test_dump_writes_one_file_per_pass_in_order(tmp_path):
     _, log = passes.optimize(trace(program, x3), dump_dir=str(tmp_path))
-    files = sorted(os.listdir(tmp_path))
+    files = sorted(f for f in os.listdir(tmp_path) if f.endswith(".txt"))
+    pictures = sorted(f for f in os.listdir(tmp_path) if not f.endswith(".txt"))
+    assert pictures == [f.replace(".txt", ".dot") for f in files[:-1]]  # not the analysis
     assert files[0] == "00_input.txt"
     assert files[1:3] == ["01_inline.txt", "02_constant_fold.txt"]
     assert files[-1] == f"{len(log) + 1:02d}_memory_plan.txt"
