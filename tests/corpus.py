@@ -1060,3 +1060,10 @@ def bitwise_with_float_math(x):
     k = np.arange(x.shape[-1])
     weights = ((k ^ 5) << 2 >> 1 | k & 3) - ~k
     return np.sin(x) * weights.astype(x.dtype) + x * (weights >> 2).astype(x.dtype)
+
+
+# NumPy coverage, one module per family, each registering its cases into CASES.
+import corpus_construction  # noqa: E402, F401
+import corpus_sorting  # noqa: E402, F401
+import corpus_statistics  # noqa: E402, F401
+import corpus_ufuncs  # noqa: E402, F401

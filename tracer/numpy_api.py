@@ -13,6 +13,7 @@ from ..ir.dtypes import bool_, float32, float64, int32, int64  # noqa: F401
 from .creation import (  # noqa: F401
     arange,
     array,
+    copy,
     empty,
     empty_like,
     eye,
@@ -151,7 +152,7 @@ UFUNC_REDUCTIONS = {np.add: sum, np.multiply: prod, np.maximum: max, np.minimum:
 
 _FUNCTION_NAMES = [
     "amax", "amin", "argmax", "argmin", "array_split", "atleast_1d", "broadcast_arrays",
-    "broadcast_to", "clip", "concatenate", "cumsum", "dot", "einsum", "empty_like",
+    "broadcast_to", "clip", "concatenate", "copy", "cumsum", "dot", "einsum", "empty_like",
     "expand_dims", "flip", "full_like", "hstack", "inner", "matmul", "max", "mean", "min",
     "moveaxis", "ones_like", "outer", "pad", "prod", "ravel", "reshape", "round", "split",
     "squeeze", "stack", "std", "sum", "swapaxes", "take", "take_along_axis", "tensordot",
@@ -162,3 +163,16 @@ HANDLED_FUNCTIONS[np.shape] = lambda a: tuple(a.shape)
 HANDLED_FUNCTIONS[np.ndim] = lambda a: a.ndim
 HANDLED_FUNCTIONS[np.size] = lambda a, axis=None: a.size if axis is None else a.shape[axis]
 HANDLED_UFUNCS[np.matmul] = matmul
+
+# Families of NumPy functions in modules of their own: each module's FUNCTIONS maps a NumPy
+# function's name to its implementation and UFUNCS a ufunc's name; both join the tables
+# above and this namespace.
+from . import numpy_construction, numpy_statistics, numpy_ufuncs, sorting  # noqa: E402
+
+for _family in (numpy_construction, numpy_statistics, numpy_ufuncs, sorting):
+    for _name, _implementation in _family.FUNCTIONS.items():
+        globals()[_name] = _implementation
+        HANDLED_FUNCTIONS[getattr(np, _name)] = _implementation
+    for _name, _implementation in _family.UFUNCS.items():
+        globals()[_name] = _implementation
+        HANDLED_UFUNCS[getattr(np, _name)] = _implementation

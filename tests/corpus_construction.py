@@ -1,0 +1,1 @@
+"""Corpus cases for NumPy coverage: construction (registered into ``corpus.CASES``)."""

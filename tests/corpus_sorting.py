@@ -1,0 +1,1 @@
+"""Corpus cases for NumPy coverage: sorting (registered into ``corpus.CASES``)."""

@@ -1,0 +1,1 @@
+"""Corpus cases for NumPy coverage: statistics (registered into ``corpus.CASES``)."""

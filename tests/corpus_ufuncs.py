@@ -1,0 +1,1 @@
+"""Corpus cases for NumPy coverage: ufuncs (registered into ``corpus.CASES``)."""
