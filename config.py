@@ -1,13 +1,14 @@
 """Every option and environment variable numbax reads, in one place.
 
-| variable               | meaning                                                    |
-|------------------------|------------------------------------------------------------|
-| NUMBAX_BACKEND         | default backend of ``jit``: cpu, interpret or cuda          |
-| NUMBAX_LOG_COMPILES    | 1: log every trace/compile of a jitted function and why     |
-| NUMBAX_CACHE_DIR       | on-disk compile cache folder ("" or "off" disables it)      |
-| NUMBAX_DUMP            | folder to write the IR after every pass into                |
-| NUMBAX_DEBUG_CHECKS    | 1: typecheck after every pass (always on in the tests)      |
-| NUMBAX_CUDA_CUBLAS     | 1: cuda backend's large f32/f64 matmuls via cuBLAS (CuPy)   |
+| variable                   | meaning                                                     |
+|----------------------------|-------------------------------------------------------------|
+| NUMBAX_BACKEND             | default backend of ``jit``: cpu, interpret or cuda          |
+| NUMBAX_LOG_COMPILES        | 1: log every trace/compile: why, stage times, cache hit     |
+| NUMBAX_CACHE_DIR           | on-disk compile cache folder ("" or "off" disables it)      |
+| NUMBAX_DUMP                | folder for the IR after every pass and the generated source |
+| NUMBAX_DEBUG_CHECKS        | 1: typecheck after every pass (always on in the tests)      |
+| NUMBAX_CUDA_CUBLAS         | 1: cuda backend's large f32/f64 matmuls via cuBLAS (CuPy)   |
+| NUMBAX_TRACEBACK_FILTERING | off: keep numbax's own frames in error tracebacks           |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -20,6 +21,10 @@ from dataclasses import dataclass, field
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _on_unless_off(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _default_cache_dir() -> str | None:
@@ -38,6 +43,9 @@ class Config:
     dump_dir: str | None = field(default_factory=lambda: os.environ.get("NUMBAX_DUMP") or None)
     debug_checks: bool = field(default_factory=lambda: _flag("NUMBAX_DEBUG_CHECKS"))
     cuda_cublas: bool = field(default_factory=lambda: _flag("NUMBAX_CUDA_CUBLAS"))
+    traceback_filtering: bool = field(
+        default_factory=lambda: _on_unless_off("NUMBAX_TRACEBACK_FILTERING")
+    )
 
 
 config = Config()

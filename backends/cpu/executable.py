@@ -19,11 +19,14 @@ class CpuExecutable:
     nothing for the uncommon one.
     """
 
-    def __init__(self, function, consts, program, jaxpr: ClosedJaxpr, pass_log=None):
+    def __init__(
+        self, function, consts, program, jaxpr: ClosedJaxpr, pass_log=None, compile_stats=None
+    ):
         self.function = function
         self.program = program
         self.jaxpr = jaxpr
         self.pass_log = pass_log
+        self.compile_stats = compile_stats  # what compiling it cost (``CompileStats``)
         self._dtypes = [v.aval.dtype for v in jaxpr.jaxpr.invars]
         constvars = jaxpr.jaxpr.constvars
         consts = [_matching(c, v.aval.dtype) for c, v in zip(consts, constvars, strict=True)]

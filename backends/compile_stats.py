@@ -1,0 +1,48 @@
+"""What one compile cost, stage by stage, and where its machine code came from.
+
+A compiling backend's executable carries its ``CompileStats`` (``compile_stats``);
+``NUMBAX_LOG_COMPILES=1`` prints them, one line per compile, next to the trace time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+# Where the machine code came from, as the log says it.
+CACHE_OUTCOMES = {
+    "memory": "compiled earlier in this process",
+    "disk hit": "disk cache hit",
+    "disk miss": "disk cache miss, compiled",
+    "off": "no disk cache, compiled",
+}
+
+
+@dataclass(frozen=True)
+class CompileStats:
+    optimize_s: float  # the passes, fusion and memory planning
+    codegen_s: float  # writing the program's source
+    backend_s: float  # Numba/LLVM, or loading its result from a cache
+    cache: str  # a key of CACHE_OUTCOMES
+
+    def __str__(self) -> str:
+        return (
+            f"optimise {_ms(self.optimize_s)}, codegen {_ms(self.codegen_s)}, "
+            f"backend {_ms(self.backend_s)} ({CACHE_OUTCOMES[self.cache]})"
+        )
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
+
+
+class Stopwatch:
+    """Seconds since it started, or since the last ``lap``."""
+
+    def __init__(self):
+        self._last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        elapsed, self._last = now - self._last, now
+        return elapsed
