@@ -1,11 +1,14 @@
 """The IR: dtypes, abstract values, jaxprs, the primitive registry and its oracle."""
 
 from . import (  # noqa: F401
+    callbacks,
     control_flow,
     dtypes,
     elementwise,
     higher_order,
+    linalg,
     reductions,
+    sorting,
     structural,
 )
 from .core import Atom, ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, aval_of

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 
-from .core import ShapedArray
+from .core import Jaxpr, ShapedArray
 from .errors import TypecheckError
 
 
@@ -36,6 +36,7 @@ class Primitive:
         multiple_results: bool = False,
         differentiable: bool = True,
         expensive: bool = False,
+        side_effects: bool = False,
     ):
         self.name = name
         self.pattern = pattern
@@ -44,6 +45,9 @@ class Primitive:
         self.differentiable = differentiable
         # Fusion never duplicates an expensive producer into several consumers.
         self.expensive = expensive
+        # An effect (printing) is part of the meaning: passes never drop, merge, fold,
+        # hoist or reorder such an equation, even when nothing reads its outputs.
+        self.side_effects = side_effects
         self.shape_rule: Callable | None = None
         self.impl_rule: Callable | None = None
 
@@ -76,6 +80,24 @@ def register(
     prim.impl_rule = impl
     PRIMITIVES[name] = prim
     return prim
+
+
+def has_side_effects(eqn) -> bool:
+    """Whether running ``eqn`` does more than compute its outputs: its primitive has side
+    effects, or an equation of one of its sub-jaxprs (a loop body that prints) does."""
+    if eqn.prim.side_effects:
+        return True
+    return any(
+        has_side_effects(inner) for sub in _subjaxprs(eqn.params.values()) for inner in sub.eqns
+    )
+
+
+def _subjaxprs(values):
+    for value in values:
+        if isinstance(value, Jaxpr):
+            yield value
+        elif isinstance(value, tuple):
+            yield from _subjaxprs(value)
 
 
 def get(name: str) -> Primitive:

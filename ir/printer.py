@@ -68,7 +68,8 @@ def _eqn(eqn, name: _Namer, indent: int) -> str:
     if eqn.params:
         params = "[" + " ".join(f"{k}={_param(v, indent)}" for k, v in eqn.params.items()) + "]"
     args = " ".join(_atom(a, name) for a in eqn.inputs)
-    return f"{lhs} = {eqn.prim.name}{params} {args}".rstrip()
+    assign = f"{lhs} = " if lhs else ""  # an effect with no results, as JAX prints it
+    return f"{assign}{eqn.prim.name}{params} {args}".rstrip()
 
 
 def _is_subjaxpr(value) -> bool:

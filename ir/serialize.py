@@ -59,6 +59,7 @@ def _dump_jaxpr(jaxpr: Jaxpr) -> dict:
     invars = [binder(v) for v in jaxpr.invars]
     eqns = []
     for eqn in jaxpr.eqns:
+        _refuse_unserialisable(eqn.prim.name)
         inputs = [atom(a) for a in eqn.inputs]
         eqns.append(
             {
@@ -336,6 +337,14 @@ class Signature:
     operands: int
     params: dict[str, Param] = field(default_factory=dict)
     variadic: bool = False
+    refused: str = ""  # why the primitive cannot be written to a file at all
+
+
+# A callback's id names a Python function of this process only.
+_CALLBACK = (
+    "it calls a Python function, which a file cannot hold; serialise the program without "
+    "numbax.debug and numbax.pure_callback calls"
+)
 
 
 def _elementwise_signatures() -> dict[str, Signature]:
@@ -367,6 +376,9 @@ SIGNATURES: dict[str, Signature] = {
     "argmax": Signature(1, {"axis": COUNT, "index_dtype": INDEX_DTYPE}),
     "argmin": Signature(1, {"axis": COUNT, "index_dtype": INDEX_DTYPE}),
     "cumsum": Signature(1, {"axis": COUNT, "reverse": BOOL}),
+    "sort": Signature(
+        1, {"dimension": COUNT, "is_stable": BOOL, "num_keys": COUNT}, variadic=True
+    ),
     "dot_general": Signature(2, {"dimension_numbers": DIMENSION_NUMBERS}),
     "jit_call": Signature(0, {"jaxpr": JAXPR, "name": TEXT}, variadic=True),
     "checkpoint": Signature(0, {"jaxpr": JAXPR, "name": TEXT}, variadic=True),
@@ -402,7 +414,15 @@ SIGNATURES: dict[str, Signature] = {
         },
         variadic=True,
     ),
+    "debug_callback": Signature(0, variadic=True, refused=_CALLBACK),
+    "pure_callback": Signature(0, variadic=True, refused=_CALLBACK),
 }
+
+
+def _refuse_unserialisable(name: str) -> None:
+    signature = SIGNATURES.get(name)
+    if signature is not None and signature.refused:
+        raise SerializationError(f"primitive {name} cannot be serialised: {signature.refused}")
 
 
 def check_params(name: str, operands: int, params: dict) -> None:
@@ -410,6 +430,7 @@ def check_params(name: str, operands: int, params: dict) -> None:
     operands with ``params`` (exactly its params, each of the right type)."""
     signature = SIGNATURES.get(name)
     _expect(signature is not None, f"primitive {name} cannot be loaded from a file")
+    _refuse_unserialisable(name)
     if signature.variadic:
         _expect(
             operands >= signature.operands, f"{name} takes at least {signature.operands} operands"

@@ -9,6 +9,8 @@ traffic than recomputing it inside a fused kernel. For the same reason a constva
 elements are all equal (``np.ones(n)`` closed over) becomes a broadcast of a literal,
 and a scalar constvar a literal.
 Inside sub-jaxprs (closure-converted, so without constvars) only scalars are folded.
+An equation with side effects (a print of constants) is never folded: it must run when
+the program does, not once while it compiles.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections import Counter
 import numpy as np
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ..ir.primitive import PRIMITIVES, Pattern
+from ..ir.primitive import PRIMITIVES, Pattern, has_side_effects
 from .rewrite import Rebuilder, is_concrete, map_subjaxprs
 
 BROADCAST = PRIMITIVES["broadcast_in_dim"]
@@ -104,7 +106,7 @@ def _known_inputs(eqn: Eqn, known: dict) -> list | None:
 
 
 def _worth_folding(eqn: Eqn, arrays_allowed: bool) -> bool:
-    if eqn.prim.pattern is Pattern.CONTROL:
+    if eqn.prim.pattern is Pattern.CONTROL or has_side_effects(eqn):
         return False
     out_sizes = [v.aval.size for v in eqn.outputs]
     if not arrays_allowed and any(v.aval.shape != () for v in eqn.outputs):

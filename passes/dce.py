@@ -1,5 +1,6 @@
-"""Dead-code elimination: an equation none of whose outputs is read is removed (every
-primitive is pure), and so is a constvar nothing reads.
+"""Dead-code elimination: an equation none of whose outputs is read is removed unless it
+has side effects (a print, or control flow whose body prints), and so is a constvar
+nothing reads.
 
 Higher-order primitives lose their unused outputs too where the outputs are exactly
 their sub-jaxprs' outputs (``jit_call``, ``checkpoint``, ``kernel``, ``cond``): the
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..ir.primitive import has_side_effects
 from . import kernels
 from .rewrite import map_subjaxprs
 
@@ -38,7 +40,7 @@ def eliminate_dead_code(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
     kept: list[Eqn] = []
     for eqn in reversed(jaxpr.eqns):
         used = [v in live for v in eqn.outputs]
-        if not any(used):
+        if not any(used) and not has_side_effects(eqn):
             counts["eqns_removed"] += 1
             continue
         eqn = _prune(eqn, used, counts)

@@ -15,6 +15,10 @@ ever duplicated here: an expensive producer read by two kernels stays in one of 
 and its result goes through memory. Cheap producers were already copied per consumer by
 ``broadcasts``. Control flow (``cond``, ``while``, ``scan``) stays as it is, with its
 bodies fused.
+
+Equations with side effects (prints, and control flow that prints) keep their program
+order: each one is an extra predecessor of the next, an edge the cycle check and the
+final order respect like a value read (they are never merged, so the edge stays put).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
-from ..ir.primitive import Pattern
+from ..ir.primitive import Pattern, has_side_effects
 from .broadcasts import copy_cheap_producers, hoist_broadcasts
 from .dce import eliminate_dead_code
 from .kernels import KernelSpec, build_kernel, classify, merged_spec, reads_across
@@ -87,6 +91,9 @@ class Partition:
         self.reader_groups: dict[Var, dict[int, int]] = {
             var: dict.fromkeys(readers, 1) for var, readers in self.readers.items()
         }
+        effects = [i for i, eqn in enumerate(self.eqns) if has_side_effects(eqn)]
+        self.effect_after = dict(itertools.pairwise(effects))  # effect -> the next effect
+        self.effect_before = {b: a for a, b in self.effect_after.items()}
         self.groups: dict[int, Group] = {}
         for i, eqn in enumerate(self.eqns):
             spec = None if eqn.prim.pattern is Pattern.CONTROL else classify([eqn])
@@ -220,11 +227,17 @@ class Partition:
     # ------------------------------------------------------------------- graph
 
     def successors(self, gid: int) -> set[int]:
-        return {self.group_of[i] for i in self.groups[gid].consumers}
+        found = {self.group_of[i] for i in self.groups[gid].consumers}
+        if gid in self.effect_after:  # an effect's group is its one equation
+            found.add(self.effect_after[gid])
+        return found
 
     def predecessors(self, gid: int) -> set[int]:
         inputs = self.groups[gid].inputs
-        return {self.group_of[self.producer[v]] for v in inputs if v in self.producer} - {gid}
+        found = {self.group_of[self.producer[v]] for v in inputs if v in self.producer} - {gid}
+        if gid in self.effect_before:
+            found.add(self.effect_before[gid])
+        return found
 
     def _reaches(self, source: int, target: int) -> bool:
         """Whether a path leads from ``source`` to ``target`` through another kernel."""

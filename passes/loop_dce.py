@@ -1,8 +1,9 @@
 """Dead loop state: the parts of a ``while`` or ``scan`` nobody needs are dropped.
 
 - a carry is dead when the program does not read its final value, the ``while``
-  predicate does not read it, and no live carry or ``y`` is computed from it (a
-  fixed point over the body's dependencies: a carry feeding a live one is live);
+  predicate does not read it, no equation with side effects (a print) reads a value
+  computed from it, and no live carry or ``y`` is computed from it (a fixed point over
+  the body's dependencies: a carry feeding a live one is live);
 - a ``y`` of a scan is dead when the program does not read it;
 - a loop constant or scanned operand the bodies no longer read is dropped.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..ir.primitive import has_side_effects
 from .dce import eliminate_dead_code
 from .rewrite import map_subjaxprs, use_counts
 
@@ -94,14 +96,23 @@ PRUNERS = {"while": _prune_while, "scan": _prune_scan}
 
 
 def _close_over_dependencies(body: Jaxpr, carries, live_carries, live_ys) -> list[bool]:
-    """The live carries: those given, and every carry a live carry or ``y`` is
-    computed from, to a fixed point."""
+    """The live carries: those given, every carry an equation with side effects reads
+    from, and every carry a live carry or ``y`` is computed from, to a fixed point."""
     depends = _dependencies(body)
+    effects_read = set().union(
+        *(
+            depends.get(a, set())
+            for eqn in body.eqns
+            if has_side_effects(eqn)
+            for a in eqn.inputs
+            if isinstance(a, Var)
+        )
+    )
     live = list(live_carries)
     outs = body.outvars
     num_carry = len(carries)
     while True:
-        needed = set()
+        needed = set(effects_read)
         for k, out in enumerate(outs):
             is_live = live[k] if k < num_carry else live_ys[k - num_carry]
             if is_live and isinstance(out, Var):

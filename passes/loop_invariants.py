@@ -3,7 +3,8 @@ only the loop's constants (not the carry, not the scanned slices) computes the s
 value on every iteration, so it moves in front of the loop, runs once, and its result
 enters the loop as a new constant.
 
-Every primitive is pure, so computing the value even when the loop runs zero times
+An equation with side effects (a print) runs once per iteration, so it stays. Every
+other primitive is pure, so computing the value even when the loop runs zero times
 changes no result, with one exception: a ``while`` (or anything containing one) may
 not terminate, so it leaves only a body known to run (a scan's of length >= 1, or a
 ``while``'s predicate, which runs at least once). Two more kinds of equation stay
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.core import Atom, ClosedJaxpr, Eqn, Jaxpr, Var
-from ..ir.primitive import Pattern
+from ..ir.primitive import Pattern, has_side_effects
 from .rewrite import Rebuilder, map_subjaxprs, subjaxprs
 
 
@@ -85,7 +86,7 @@ def _hoist_from(out: Rebuilder, body: Jaxpr, consts: list[Atom], runs: bool, cou
     hoisted: list[Eqn] = []
     kept: list[Eqn] = []
     for eqn in body.eqns:
-        movable = runs or not _contains_while(eqn)
+        movable = (runs or not _contains_while(eqn)) and not has_side_effects(eqn)
         if movable and _reads_only(eqn, invariant) and _worth_hoisting(eqn):
             hoisted.append(eqn)
             invariant.update(eqn.outputs)

@@ -7,6 +7,7 @@ would hide the submodule of the same name)."""
 
 from . import (  # noqa: F401
     autodiff,
+    callbacks,
     checkpoint,
     control_flow,
     custom_vjp,

@@ -11,14 +11,15 @@ from __future__ import annotations
 import weakref
 
 from ..ir.core import ClosedJaxpr, Jaxpr, Var
+from ..ir.primitive import has_side_effects
 
 
 def dce(jaxpr: Jaxpr) -> Jaxpr:
-    """Drop equations whose outputs nothing reads (every primitive is pure)."""
+    """Drop equations whose outputs nothing reads, unless they have side effects."""
     live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outputs):
+        if any(v in live for v in eqn.outputs) or has_side_effects(eqn):
             kept.append(eqn)
             live.update(a for a in eqn.inputs if isinstance(a, Var))
     kept.reverse()

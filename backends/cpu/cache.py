@@ -85,6 +85,18 @@ def load(source: str, function_name: str, cache_dir: str | None):
         return _LOADED[key]
 
 
+def is_loaded(source: str) -> bool:
+    """Whether this process has compiled or loaded ``source``'s program already."""
+    return program_key(source) in _LOADED
+
+
+def outcome(function, cache_dir: str | None) -> str:
+    """Where a newly loaded ``function``'s machine code came from (``CACHE_OUTCOMES``)."""
+    if cache_dir is None:
+        return "off"
+    return "disk hit" if sum(function.stats.cache_hits.values()) else "disk miss"
+
+
 def load_module(source: str, module_name: str, cache_dir: str | None) -> types.ModuleType:
     """Import generated ``source`` as ``module_name``, from ``cache_dir`` when given."""
     with _ONE_THREAD(module_name):
@@ -151,6 +163,8 @@ def _module_from_source(module_name: str, source: str) -> types.ModuleType:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     module = types.ModuleType(module_name)
     exec(compile(source, filename, "exec"), module.__dict__)
+    # Code in a ``numba.objmode`` block (a callback) finds its globals through it.
+    sys.modules[module_name] = module
     return module
 
 

@@ -1,4 +1,5 @@
-"""Emitters for the ops fusion leaves alone: data movement and indexing, one op per kernel.
+"""Emitters for the ops fusion leaves alone: data movement and indexing, one op per kernel
+(and the calls back into Python, in ``callbacks.py``).
 
 Each emitter returns the lines that bind the output name. Where Numba's NumPy support
 does the job in one call it is used (``reshape``, ``transpose``, basic slicing,
@@ -16,10 +17,11 @@ from collections.abc import Callable
 
 from ...ir.core import Eqn
 from . import scalar
+from .callbacks import EMITTERS as CALLBACK_EMITTERS
 from .loopnest import tuple_source
 
 # An emitter: (program, eqn, input expressions, output name) -> lines.
-EMITTERS: dict[str, Callable[..., list[str]]] = {}
+EMITTERS: dict[str, Callable[..., list[str]]] = dict(CALLBACK_EMITTERS)
 
 
 def emitter(*names: str):
@@ -223,4 +225,34 @@ def _cumsum(program, eqn, inputs, out) -> list[str]:
         program, "add", aval.dtype, aval.dtype, [f"{out}[{previous}]", f"{inputs[0]}[{here}]"], {}
     )
     nest.line(f"{out}[{here}] = {inputs[0]}[{here}] if {k} == {first} else {total}")
+    return lines + nest.lines
+
+
+@emitter("sort")
+def _sort(program, eqn, inputs, out) -> list[str]:
+    """One operand sorted along its last axis is one ``np.sort`` call (Numba's sorts
+    put NaNs last, as NumPy's). Otherwise each row's order comes from stable argsorts
+    (Numba's mergesort), least significant key first, and permutes every operand."""
+    params, aval = eqn.params, eqn.inputs[0].aval
+    dimension, num_keys = params["dimension"], params["num_keys"]
+    outs = [program.name(var) for var in eqn.outputs]
+    # Only a float's order shows stability when nothing rides along: -0.0 and 0.0 tie.
+    stability_shows = params["is_stable"] and aval.dtype.kind in "fc"
+    if len(inputs) == 1 and dimension == aval.ndim - 1 and not stability_shows:
+        return [f"{out} = np.sort({inputs[0]})"]
+    lines = [
+        f"{name} = np.empty({tuple_source(var.aval.shape)}, {_dtype(var.aval)})"
+        for name, var in zip(outs, eqn.outputs, strict=True)
+    ]
+    nest = _Nest(program)
+    before = nest.loops(aval.shape[:dimension], "p")
+    after = nest.loops(aval.shape[dimension + 1 :], "q")
+    row = ", ".join(before + [":"] + after)
+    order = program.fresh("order")
+    keys = inputs[:num_keys]
+    nest.line(f"{order} = np.argsort({keys[-1]}[{row}], kind='mergesort')")
+    for key in reversed(keys[:-1]):
+        nest.line(f"{order} = {order}[np.argsort({key}[{row}][{order}], kind='mergesort')]")
+    for name, operand in zip(outs, inputs, strict=True):
+        nest.line(f"{name}[{row}] = {operand}[{row}][{order}]")
     return lines + nest.lines

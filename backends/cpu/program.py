@@ -27,7 +27,7 @@ from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
 from ...passes.memory import Liveness
 from .. import source as escape
-from . import control, intrinsics, opaque, scalar
+from . import callbacks, control, intrinsics, opaque, scalar
 from .contraction import write_dot
 from .kernels import (
     REDUCTIONS,
@@ -48,6 +48,7 @@ from .scalar import dtype_source
 IMPORTS = {
     scalar.MATHLIB: ("fm", "from numbax.backends.cpu.mathlib import functions as fm"),
     scalar.INTRINSICS: ("nbx", "from numbax.backends.cpu import intrinsics as nbx"),
+    **callbacks.IMPORTS,
 }
 _RESERVED = (
     set(keyword.kwlist)
@@ -106,6 +107,7 @@ class _ProgramWriter:
         self.indent = ""
         self.parallel = False
         self.kernels: list[Kernel] = []
+        self.functions: list[list[str]] = []  # module-level helpers, before the program
         self.buffer_of = _safe_buffers(jaxpr, plan)
         self.buffers: dict[int, str] = {}  # buffer index -> its flat array, once allocated
         # The eqn being written, as (its jaxpr's liveness, its index): what the proof
@@ -190,6 +192,10 @@ class _ProgramWriter:
         self.emit(f"{name} = {self.buffers[buffer]}.reshape({tuple_source(aval.shape)})")
         return name
 
+    def module_function(self, lines: list[str]) -> None:
+        """Define a function at module level, ahead of the program (``callbacks``)."""
+        self.functions.append(lines)
+
     def scratch(self, shape, dtype) -> str:
         name = self.fresh("scratch")
         self.emit(*self.new_array(name, shape, dtype))
@@ -257,9 +263,15 @@ class _ProgramWriter:
     def _opaque(self, kernel: Kernel) -> None:
         (eqn,) = kernel.jaxpr.eqns
         env = dict(zip(kernel.jaxpr.invars, kernel.inputs, strict=True))
-        top = eqn.replace(inputs=[_read(env, a) for a in eqn.inputs], outputs=kernel.outputs)
+        # An output that nothing reads is not the kernel's: it keeps its (named) inner var,
+        # so a many-output op (sort, pure_callback) still binds each result in order.
+        env.update(zip(kernel.jaxpr.outvars, kernel.outputs, strict=True))
+        top = eqn.replace(
+            inputs=[_read(env, a) for a in eqn.inputs],
+            outputs=[_read(env, v) for v in eqn.outputs],
+        )
         inputs = [self.atom(a) for a in top.inputs]
-        out = self.name(top.outputs[0])
+        out = self.name(top.outputs[0]) if top.outputs else None  # a callback may return none
         self.emit(*opaque.EMITTERS[eqn.prim.name](self, top, inputs, out))
 
     def _elementwise(self, kernel: Kernel, writer: KernelWriter | None = None, reuse=None):
@@ -359,6 +371,8 @@ class _ProgramWriter:
         ]
         avals = [v.aval for v in self.jaxpr.constvars + self.jaxpr.invars]
         lines.append(f"SIGNATURE = {tuple_source([numba_type(a) for a in avals])}")
+        for function in self.functions:
+            lines += ["", "", *function]
         options = f'parallel={self.parallel}, error_model="numpy", no_cfunc_wrapper=True'
         lines += ["", "", f"@njit({options})"]
         lines.append(f"def {fn}({', '.join(arguments)}):")

@@ -24,6 +24,8 @@ kernels that read it.
 from __future__ import annotations
 
 from . import device
+from .callbacks import RUNNERS as CALLBACK_RUNNERS
+from .sort import RUNNERS as SORT_RUNNERS
 
 
 class Pool:
@@ -103,4 +105,10 @@ def run_scan(executable, step, operands: list, stream) -> list:
     return carry + ys
 
 
-RUNNERS = {"cond": run_cond, "while": run_while, "scan": run_scan}
+RUNNERS = {
+    "cond": run_cond,
+    "while": run_while,
+    "scan": run_scan,
+    **CALLBACK_RUNNERS,
+    **SORT_RUNNERS,
+}

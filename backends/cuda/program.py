@@ -31,6 +31,8 @@ from ...ir.primitive import Pattern
 from ...passes.inline import inline_calls
 from .. import source as escape
 from . import loader
+from .callbacks import NAMES as CALLBACK_NAMES
+from .callbacks import host_call
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
 from .elementwise import map_kernel
@@ -39,6 +41,7 @@ from .options import CudaOptions
 from .reducers import REDUCERS
 from .reduction import reduction_kernel
 from .scatter import scatter_kernel
+from .sort import RUNNERS as SORT_RUNNERS
 from .writer import CodegenError, KernelSource, KernelWriter
 
 logger = logging.getLogger("numbax")
@@ -55,6 +58,8 @@ from numbax.backends.cuda.devicelib import libdevice
 # Calls whose ``jaxpr`` param computes the outputs from all the operands: spliced in.
 CALLS = ("jit_call", "checkpoint", "custom_vjp_call")
 _VIEWS = ("reshape", "squeeze", "expand_dims")
+# Ops the host runs as steps of their own, between the kernels.
+HOST_OPS = (*CALLBACK_NAMES, *SORT_RUNNERS)
 _KIND_OF_PATTERN = {
     Pattern.ELEMENTWISE: "elementwise",
     Pattern.BROADCAST: "elementwise",
@@ -88,7 +93,8 @@ class Step(_EqnStep):
 @dataclass
 class ControlStep(_EqnStep):
     """A ``cond``, ``while`` or ``scan`` eqn, run by the host: ``bodies`` are its
-    sub-jaxprs' blocks, in ``control_bodies`` order."""
+    sub-jaxprs' blocks, in ``control_bodies`` order. Or a callback into Python, which
+    the host runs too, without bodies (``callbacks``)."""
 
     bodies: list[Block]
 
@@ -156,6 +162,10 @@ def build_block(jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Ste
         steps.append(step)
 
     for eqn in jaxpr.eqns:
+        call = host_call(eqn, HOST_OPS)
+        if call is not None:
+            steps.append(ControlStep(call, []))
+            continue
         if eqn.prim is not kernel_p:
             # A loop body's kernels, all in one (``passes.inline``'s default): see ``loop``.
             spliced = [inline_calls(body) for body in control_bodies(eqn)]

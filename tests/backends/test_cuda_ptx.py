@@ -213,11 +213,13 @@ def test_many_reductions_make_the_block_smaller():
 
 def test_every_primitive_has_a_cuda_rule():
     """Adding a primitive means a row here: a scalar rule, an index map, a kernel of its
-    own, or control flow, which the host runs (``backends/cuda/control.py``)."""
+    own, or control flow or a callback, which the host runs (``backends/cuda/control.py``)."""
+    from numbax.backends.cuda.callbacks import RUNNERS as CALLBACK_RUNNERS
     from numbax.backends.cuda.control import RUNNERS
     from numbax.backends.cuda.indexing import INDEX_RULES
     from numbax.backends.cuda.reducers import REDUCERS
     from numbax.backends.cuda.scalar import SCALAR_RULES
+    from numbax.backends.cuda.sort import RUNNERS as SORT_RUNNERS
     from numbax.ir.primitive import PRIMITIVES, Pattern
 
     kernels_of_their_own = {"dot_general", "cumsum", "scatter", *REDUCERS}
@@ -226,7 +228,8 @@ def test_every_primitive_has_a_cuda_rule():
         covered = name in SCALAR_RULES or name in INDEX_RULES or name in kernels_of_their_own
         on_the_host = name in RUNNERS
         assert covered or on_the_host or name in spliced_in, f"no CUDA rule for {name}"
-        assert on_the_host == (prim.pattern is Pattern.CONTROL and name not in spliced_in)
+        control_flow = prim.pattern is Pattern.CONTROL and name not in spliced_in
+        assert on_the_host == (control_flow or name in CALLBACK_RUNNERS or name in SORT_RUNNERS)
         assert not (name in SCALAR_RULES and name in INDEX_RULES), name
 
 

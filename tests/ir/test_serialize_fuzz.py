@@ -92,6 +92,7 @@ def _structural_examples():
     yield _single("argmax", x23, axis=1, index_dtype=I32)
     yield _single("argmin", x23, axis=0, index_dtype=I32)
     yield _single("cumsum", _aval((4,)), axis=0, reverse=True)
+    yield _single("sort", x23, _aval((2, 3), I32), dimension=1, is_stable=False, num_keys=2)
     dims = (((1,), (0,)), ((), ()))
     yield _single("dot_general", x23, _aval((3, 4)), dimension_numbers=dims)
 
@@ -139,7 +140,8 @@ def _primitives(jaxpr: Jaxpr) -> set[str]:
 
 def test_every_primitive_has_an_example_and_a_signature():
     covered = set().union(*(_primitives(closed.jaxpr) for closed in EXAMPLES))
-    assert set(PRIMITIVES) <= covered
+    serialisable = {name for name, signature in SIGNATURES.items() if not signature.refused}
+    assert set(PRIMITIVES) & serialisable <= covered
     assert set(PRIMITIVES) <= set(SIGNATURES)
 
 

@@ -201,6 +201,12 @@ def _reductions(x):
     )
 
 
+@rule("sort", [Arg((3, 4)), Arg((3, 4), np.int64, -2, 2)], (0, 0), (1, None), (None, -1))
+def _sort(x, keys):
+    # Ties in the integer keys: a stable sort by (keys, x) moves both together.
+    return lax.sort([keys, x], 1, True, 1), lax.sort(x, 0), lax.sort([keys, x], 0, True, 2)
+
+
 @rule("dot_general_matvec", [Arg((3, 4)), Arg((4,))], (0, None), (None, 0), (0, 0), (1, -1))
 def _matvec(a, v):
     return lax.dot_general(a, v, (((1,), (0,)), ((), ())))
@@ -318,6 +324,18 @@ def _while(n, x):
 @rule("newton_sqrt", [Arg((), np.float64, 0.5, 50.0)], (0,))
 def _newton(a):
     return numbax.while_loop(lambda x: np.abs(x * x - a) > 1e-9 * a, lambda x: 0.5 * (x + a / x), a)
+
+
+@rule("debug_callback", [Arg((4,)), Arg(())], (0, None), (None, 0), (0, 0))
+def _debug_callback(x, s):
+    numbax.debug.callback(lambda x, s: None, x, s=s)
+    return x * s
+
+
+@rule("pure_callback", [Arg((4,)), Arg(())], (0, None), (None, 0), (1, 0))
+def _pure_callback(x, s):
+    result = numbax.ShapeDtypeStruct((4,), np.float64)
+    return numbax.pure_callback(lambda x, s: np.sin(x) * s, result, x, s) + x
 
 
 def _prims(jaxpr: Jaxpr) -> set[str]:
