@@ -15,7 +15,7 @@ import pytest
 import numbax
 
 ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-NOT_SHIPPED = ("tests", "benchmarks")
+NOT_SHIPPED = ("tests", "benchmarks", "tools", "examples")
 
 
 def _run(code: str, cwd: str = ROOT) -> str:
