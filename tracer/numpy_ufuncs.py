@@ -4,9 +4,453 @@ compositions of primitives.
 
 Each name in ``FUNCTIONS`` (and ``UFUNCS``) joins ``numbax.numpy`` and NumPy's dispatch
 tables (``tracer/numpy_api.py``).
+
+Accuracy: every composition is within a few ulps of NumPy (its libm) over the whole
+domain, in float32 and float64; the formulas avoid the cancellations of the textbook
+ones (``arccos`` near 1, ``arcsinh`` of large and tiny ``x``, ``arctanh`` near 1).
+
+Derivatives come from the composition. Two rules keep them right at the edges:
+
+- a branch that a ``select`` discards gets operands clamped into its own domain (the
+  "double where"), so its zero cotangent never meets an inf and turns into NaN;
+- where the function's slope is infinite (``arcsin`` at 1, ``cbrt`` at 0), the
+  composition puts the infinite factor where nothing multiplies it by zero: the square
+  root of a product is written as a product of square roots.
+
+A NaN's sign is not visible to any numbax primitive, so ``signbit`` and ``copysign``
+read every NaN as positive (NumPy reads its sign bit; NaNs made by arithmetic have a
+platform-dependent sign anyway).
+
+``frexp``, ``ldexp``, ``nextafter`` and ``spacing`` read or build a float's bits, which no
+numbax primitive does; they stay refused by name, as are ``gcd``/``lcm`` (a data-dependent
+loop) and complex values (numbax has no complex dtypes).
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.errors import UnsupportedFunctionError, at_line
+from . import functionalize, lax, ufuncs
+from .core import Tracer
+from .promote import asarray, operand, promote_and_broadcast, result_type, shape_of
+from .source_info import user_frame_info
+from .ufuncs import _arithmetic_dtype, _as_float, _inexact_dtype, _typed
+
 FUNCTIONS: dict = {}
 UFUNCS: dict = {}
+
+
+def _register(table, *names):
+    def register(fn):
+        for name in names:
+            table[name] = fn
+        return fn
+
+    return register
+
+
+def _float_binary(x, y, name):
+    """Both operands in the dtype NumPy computes a float-only binary ufunc in."""
+    dtype = _inexact_dtype(operand(x), operand(y))
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation=name)
+    return x, y
+
+
+def _large(dtype) -> float:
+    """The power of two beyond which ``1 + x*x`` is ``x*x`` to the dtype's precision."""
+    return 2.0 ** math.ceil(-math.log2(np.finfo(dtype).eps) / 2)
+
+
+def _negative_sign(x):
+    """Whether the sign of ``x`` is negative, ``-0.0`` included: atan2(-0.0, -1) is -pi."""
+    return lax.lt(lax.atan2(x, _typed(-1, x.dtype)), _typed(0, x.dtype))
+
+
+def _odd(fn, x, negative):
+    """``fn`` on ``|x|`` with the sign of ``x`` put back: an odd function of ``x`` whose
+    derivative at 0 is ``fn``'s (``sign(x) * fn(abs(x))`` would make it 0 there)."""
+    magnitude = fn(lax.select(negative, lax.neg(x), x))
+    return lax.select(negative, lax.neg(magnitude), magnitude)
+
+
+def _sqrt_one_minus_square(x):
+    """``sqrt(1 - x*x)``: exact near +-1, where ``1 - x*x`` loses every digit; as a product
+    of roots its infinite slope at +-1 is not multiplied by the zero of the other factor."""
+    one = _typed(1, x.dtype)
+    return lax.mul(lax.sqrt(lax.sub(one, x)), lax.sqrt(lax.add(one, x)))
+
+
+# --------------------------------------------------------------------------------------
+# Inverse trigonometric and hyperbolic functions
+
+
+@_register(UFUNCS, "arcsin", "asin")
+def arcsin(x):
+    x = _as_float(x, "arcsin")
+    return lax.atan2(x, _sqrt_one_minus_square(x))
+
+
+@_register(UFUNCS, "arccos", "acos")
+def arccos(x):
+    x = _as_float(x, "arccos")
+    return lax.atan2(_sqrt_one_minus_square(x), x)
+
+
+@_register(UFUNCS, "arctan", "atan")
+def arctan(x):
+    x = _as_float(x, "arctan")
+    return lax.atan2(x, _typed(1, x.dtype))
+
+
+@_register(UFUNCS, "arcsinh", "asinh")
+def arcsinh(x):
+    """``log1p(a + a*a / (1 + sqrt(1 + a*a)))`` for ``a = |x|`` (no cancellation for small
+    ``a``), ``log(a) + log(2)`` once ``a*a`` would swamp 1 (and later overflow); ``x``
+    itself below the square root of the precision, which keeps ``-0.0``."""
+    x = _as_float(x, "arcsinh")
+    dtype = x.dtype
+    large = _typed(_large(dtype), dtype)
+    one = _typed(1, dtype)
+
+    def magnitude(a):
+        is_large = lax.gt(a, large)
+        a_large = lax.select(is_large, a, one)
+        a_small = lax.select(is_large, one, a)
+        square = lax.mul(a_small, a_small)
+        ratio = lax.div(square, lax.add(one, lax.sqrt(lax.add(one, square))))
+        near = lax.log1p(lax.add(a_small, ratio))
+        far = lax.add(lax.log(a_large), _typed(math.log(2.0), dtype))
+        return lax.select(is_large, far, near)
+
+    tiny = lax.lt(lax.abs(x), _typed(1 / _large(dtype), dtype))
+    return lax.select(tiny, x, _odd(magnitude, x, lax.lt(x, _typed(0, dtype))))
+
+
+@_register(UFUNCS, "arccosh", "acosh")
+def arccosh(x):
+    """``log1p(t + sqrt(t) * sqrt(t + 2))`` for ``t = x - 1`` (exact near 1, where the
+    slope is infinite), ``log(x) + log(2)`` for large ``x``."""
+    x = _as_float(x, "arccosh")
+    dtype = x.dtype
+    is_large = lax.gt(x, _typed(_large(dtype), dtype))
+    two = _typed(2, dtype)
+    x_large = lax.select(is_large, x, two)
+    t = lax.sub(lax.select(is_large, two, x), _typed(1, dtype))
+    near = lax.log1p(lax.add(t, lax.mul(lax.sqrt(t), lax.sqrt(lax.add(t, two)))))
+    far = lax.add(lax.log(x_large), _typed(math.log(2.0), dtype))
+    return lax.select(is_large, far, near)
+
+
+@_register(UFUNCS, "arctanh", "atanh")
+def arctanh(x):
+    """``(log1p(x) - log1p(-x)) / 2``: exact near +-1 (``1 - x`` is computed exactly inside
+    ``log1p``), odd to the last bit, and ``-0.0`` stays ``-0.0``."""
+    x = _as_float(x, "arctanh")
+    difference = lax.sub(lax.log1p(x), lax.log1p(lax.neg(x)))
+    return lax.mul(_typed(0.5, x.dtype), difference)
+
+
+# --------------------------------------------------------------------------------------
+# Roots, hypot, angles
+
+
+@_register(UFUNCS, "cbrt")
+def cbrt(x):
+    """``|x| ** (1/3)`` sharpened by one Newton step (the rounded exponent alone is off by
+    up to ``ln|x| * 2**-54`` relatively, tens of ulps), with the sign of ``x``."""
+    x = _as_float(x, "cbrt")
+    dtype = x.dtype
+    third = _typed(1 / 3, dtype)
+    one = _typed(1, dtype)
+
+    def magnitude(a):
+        regular = lax.bitwise_and(lax.gt(a, _typed(0, dtype)), lax.lt(a, _typed(np.inf, dtype)))
+        a_regular = lax.select(regular, a, one)
+        y = lax.pow(a_regular, third)
+        step = lax.sub(y, lax.div(a_regular, lax.mul(y, y)))
+        sharpened = lax.sub(y, lax.div(step, _typed(3, dtype)))
+        # 0, inf and NaN are their own roots; pow keeps the slope at 0 infinite.
+        return lax.select(regular, sharpened, lax.pow(a, third))
+
+    return _odd(magnitude, x, _negative_sign(x))
+
+
+@_register(UFUNCS, "hypot")
+def hypot(x, y):
+    """``|m| * sqrt(1 + (n/m)**2)`` with ``m`` the operand larger in magnitude: no overflow
+    or underflow in between; an infinity wins over a NaN, as in C."""
+    x, y = _float_binary(x, y, "hypot")
+    dtype = x.dtype
+    zero, one = _typed(0, dtype), _typed(1, dtype)
+    x_bigger = lax.ge(lax.abs(x), lax.abs(y))
+    m = lax.select(x_bigger, x, y)
+    n = lax.select(x_bigger, y, x)
+    regular = lax.bitwise_and(lax.ne(m, zero), lax.lt(lax.abs(m), _typed(np.inf, dtype)))
+    m_regular = lax.select(regular, m, one)
+    ratio = lax.div(lax.select(regular, n, zero), m_regular)
+    scaled = lax.mul(lax.abs(m_regular), lax.sqrt(lax.add(one, lax.mul(ratio, ratio))))
+    x_infinite, y_infinite = ufuncs.isinf(x), ufuncs.isinf(y)
+    # |inf| with the slope hypot tends to there: 1 in the infinite operand.
+    infinite = lax.abs(lax.select(x_infinite, x, y))
+    # Not regular and not infinite: m is 0 (and n is 0 or NaN), or m is NaN.
+    irregular = lax.add(lax.abs(m), lax.abs(n))
+    finite = lax.select(regular, scaled, irregular)
+    return lax.select(lax.bitwise_or(x_infinite, y_infinite), infinite, finite)
+
+
+def _scale_by(factors, name):
+    """A ufunc ``x * factor``; ``factors`` per dtype: NumPy's float32 loop multiplies by
+    the constant computed in float32."""
+
+    def scale(x):
+        x = _as_float(x, name)
+        return lax.mul(x, _typed(factors[x.dtype], x.dtype))
+
+    scale.__name__ = name
+    return scale
+
+
+_DEGREE = {dtypes.float64: math.pi / 180, dtypes.float32: np.float32(np.pi) / np.float32(180)}
+_RADIAN = {dtypes.float64: 180 / math.pi, dtypes.float32: np.float32(180) / np.float32(np.pi)}
+UFUNCS["deg2rad"] = UFUNCS["radians"] = deg2rad = radians = _scale_by(_DEGREE, "deg2rad")
+UFUNCS["rad2deg"] = UFUNCS["degrees"] = rad2deg = degrees = _scale_by(_RADIAN, "rad2deg")
+
+
+@_register(FUNCTIONS, "angle")
+def angle(z, deg=False):
+    _refuse_complex(z, "angle")
+    result = ufuncs.arctan2(0, operand(z))
+    return ufuncs.multiply(result, 180 / math.pi) if deg else result
+
+
+@_register(FUNCTIONS, "sinc")
+def sinc(x):
+    """``sin(pi x) / (pi x)`` as NumPy computes it, and near 0 its Taylor series, whose
+    derivatives of every order are right at 0 (NumPy swaps in ``x = 1e-20`` there)."""
+    x = operand(x)
+    (x,), _ = promote_and_broadcast(x, dtype=result_type(x, 1.0), operation="sinc")
+    dtype = x.dtype
+    y = lax.mul(_typed(math.pi, dtype), x)
+    # Below it the series' first dropped term, y**8 / 9!, is under the precision.
+    small = lax.lt(lax.abs(y), _typed((math.factorial(9) * np.finfo(dtype).eps) ** 0.125, dtype))
+    y_large = lax.select(small, _typed(1, dtype), y)
+    quotient = lax.div(lax.sin(y_large), y_large)
+    square = lax.mul(y, y)
+    series = _typed(-1 / math.factorial(7), dtype)
+    for k in (2, 1, 0):
+        series = lax.add(
+            _typed((-1) ** k / math.factorial(2 * k + 1), dtype), lax.mul(square, series)
+        )
+    return lax.select(small, series, quotient)
+
+
+# --------------------------------------------------------------------------------------
+# Rounding toward zero
+
+
+@_register(UFUNCS, "trunc")
+def trunc(x):
+    (x,), _ = promote_and_broadcast(x, operation="trunc")
+    if not dtypes.is_float(x.dtype):
+        return x  # NumPy 2 keeps integers (and bools) as they are
+    return lax.select(lax.lt(x, _typed(0, x.dtype)), lax.ceil(x), lax.floor(x))
+
+
+@_register(FUNCTIONS, "fix")
+def fix(x, out=None):
+    return _maybe_out(trunc(x), out, "fix")
+
+
+@_register(UFUNCS, "modf")
+def modf(x):
+    """(fractional part, integral part), each with the sign of ``x``; ``modf(inf)`` is
+    ``(0.0, inf)``."""
+    x = _as_float(x, "modf")
+    whole = trunc(x)
+    part = lax.select(ufuncs.isinf(x), _typed(0, x.dtype), lax.sub(x, whole))
+    return _with_sign_of(part, x), whole
+
+
+@_register(UFUNCS, "divmod")
+def divmod(x, y):  # noqa: A001 - NumPy's name
+    return ufuncs.floor_divide(x, y), ufuncs.remainder(x, y)
+
+
+@_register(UFUNCS, "float_power")
+def float_power(x, y):
+    """``power`` computed in float64, whatever the operands."""
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtypes.float64, operation="float_power")
+    return lax.pow(x, y)
+
+
+# --------------------------------------------------------------------------------------
+# NaN-ignoring extrema, signs and steps
+
+
+def _nan_ignoring(prim_fn, name):
+    def fn(x, y):
+        (x, y), _ = promote_and_broadcast(x, y, operation=name)
+        extremum = prim_fn(x, y)
+        if not dtypes.is_float(x.dtype):
+            return extremum
+        return lax.select(lax.ne(y, y), x, lax.select(lax.ne(x, x), y, extremum))
+
+    fn.__name__ = name
+    fn.__doc__ = f"numpy.{name}: like the plain extremum, but a NaN loses to a number."
+    return fn
+
+
+UFUNCS["fmax"] = fmax = _nan_ignoring(lax.max, "fmax")
+UFUNCS["fmin"] = fmin = _nan_ignoring(lax.min, "fmin")
+
+
+@_register(UFUNCS, "signbit")
+def signbit(x):
+    return _negative_sign(_as_float(x, "signbit"))
+
+
+def _with_sign_of(x, sign_source):
+    flip = lax.ne(_negative_sign(x), _negative_sign(sign_source))
+    return lax.select(flip, lax.neg(x), x)
+
+
+@_register(UFUNCS, "copysign")
+def copysign(x, y):
+    """``x`` negated where its sign differs from ``y``'s (derivative +-1, at 0 too)."""
+    x, y = _float_binary(x, y, "copysign")
+    return _with_sign_of(x, y)
+
+
+@_register(UFUNCS, "heaviside")
+def heaviside(x, h0):
+    """0 below 0, ``h0`` at 0, 1 above; NaN stays NaN."""
+    x, h0 = _float_binary(x, h0, "heaviside")
+    zero = _typed(0, x.dtype)
+    at_zero = lax.select(lax.eq(x, zero), h0, x)  # x itself where it is NaN
+    above = lax.select(lax.gt(x, zero), _typed(1, x.dtype), at_zero)
+    return lax.select(lax.lt(x, zero), zero, above)
+
+
+@_register(UFUNCS, "logaddexp2")
+def logaddexp2(x, y):
+    """``log2(2**x + 2**y)`` as NumPy: the larger plus ``log2(1 + 2**(smaller - larger))``;
+    chosen by a select so every derivative is exact at ``x == y`` (see ``logaddexp``)."""
+    x, y = _float_binary(x, y, "logaddexp2")
+    dtype = x.dtype
+    x_bigger = lax.ge(x, y)
+    big = lax.select(x_bigger, x, y)
+    below = lax.select(x_bigger, lax.sub(y, x), lax.sub(x, y))
+    # Equal infinities: their difference is NaN, but 2**x == 2**y, so it is 0.
+    equal_infinities = lax.bitwise_and(lax.ne(below, below), lax.eq(x, y))
+    below = lax.select(equal_infinities, _typed(0, dtype), below)
+    # NumPy multiplies by log2(e) rather than divide by log(2); so does this, rounding alike.
+    log2_e = _typed(1 / math.log(2.0), dtype)
+    return lax.add(big, lax.mul(lax.log1p(lax.pow(_typed(2, dtype), below)), log2_e))
+
+
+# --------------------------------------------------------------------------------------
+# NaN and infinity tests and replacement
+
+
+@_register(FUNCTIONS, "isposinf")
+def isposinf(x, out=None):
+    return _maybe_out(ufuncs.equal(operand(x), np.inf), out, "isposinf")
+
+
+@_register(FUNCTIONS, "isneginf")
+def isneginf(x, out=None):
+    return _maybe_out(ufuncs.equal(operand(x), -np.inf), out, "isneginf")
+
+
+@_register(FUNCTIONS, "nan_to_num")
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN -> ``nan``, inf -> ``posinf`` (the dtype's largest by default), -inf ->
+    ``neginf`` (its most negative); other dtypes unchanged. ``copy=False`` writes the
+    result into ``x``, as NumPy does."""
+    x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        return x.alias(mutable=True) if copy and isinstance(x, Tracer) else x
+    limits = np.finfo(x.dtype)
+    out = x
+    for test, value in (
+        (ufuncs.isnan, nan),
+        (isposinf, limits.max if posinf is None else posinf),
+        (isneginf, limits.min if neginf is None else neginf),
+    ):
+        out = ufuncs.where(test(x), np.asarray(value, dtype=x.dtype), out)
+    if not copy and functionalize.is_mutable(x):
+        functionalize.write(x, out, "numpy.nan_to_num(..., copy=False)")
+        return x
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Complex parts of real values
+
+
+def _refuse_complex(x, name):
+    if not isinstance(x, Tracer) and np.iscomplexobj(x):
+        raise UnsupportedFunctionError(
+            at_line(
+                f"numpy.{name} of a complex value: numbax has no complex dtypes (float32, "
+                "float64, int32, int64 and bool). Carry the real and imaginary parts as two "
+                "real arrays, or call it outside the traced function.",
+                user_frame_info(),
+            )
+        )
+
+
+@_register(FUNCTIONS, "real")
+def real(val):
+    _refuse_complex(val, "real")
+    return asarray(val)
+
+
+@_register(FUNCTIONS, "imag")
+def imag(val):
+    _refuse_complex(val, "imag")
+    x = asarray(val)
+    return lax.full(shape_of(x), 0, x.dtype)
+
+
+@_register(UFUNCS, "conjugate", "conj")
+def conjugate(x):
+    _refuse_complex(x, "conjugate")
+    (x,), _ = promote_and_broadcast(x, dtype=_arithmetic_dtype(operand(x)), operation="conj")
+    return x
+
+
+@_register(FUNCTIONS, "real_if_close")
+def real_if_close(a, tol=100):
+    _refuse_complex(a, "real_if_close")
+    return asarray(a)
+
+
+@_register(FUNCTIONS, "isreal")
+def isreal(x):
+    _refuse_complex(x, "isreal")
+    return lax.full(shape_of(operand(x)), True, dtypes.bool_)
+
+
+@_register(FUNCTIONS, "iscomplex")
+def iscomplex(x):
+    _refuse_complex(x, "iscomplex")
+    return lax.full(shape_of(operand(x)), False, dtypes.bool_)
+
+
+@_register(FUNCTIONS, "isrealobj")
+def isrealobj(x):
+    return not np.iscomplexobj(x) if not isinstance(x, Tracer) else True
+
+
+@_register(FUNCTIONS, "iscomplexobj")
+def iscomplexobj(x):
+    return not isrealobj(x)
+
+
+def _maybe_out(result, out, name):
+    return result if out is None else functionalize.write_out(out, result, name, "same_kind")

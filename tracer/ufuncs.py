@@ -151,19 +151,35 @@ def cosh(x):
     return lax.mul(half, lax.add(lax.exp(x), lax.exp(lax.neg(x))))
 
 
+def _log_base(x, base: int, name: str):
+    """``e + log(x / base**e) / log(base)``, ``e`` the answer rounded to an integer: exact
+    at the powers of ``base`` as libm is (``log10(1000) == 3``, which ``log(x) / log(10)``
+    misses), within about an ulp elsewhere. ``e`` is clamped so ``base**e`` stays a normal
+    number; ``x / base**e`` carries 0, inf and NaN through."""
+    x = _as_float(x, name)
+    dtype = x.dtype
+    limits, log_2 = np.finfo(dtype), math.log(2, base)
+    lowest = _typed(math.ceil(log_2 * limits.minexp), dtype)
+    highest = _typed(math.floor(log_2 * (limits.maxexp - 1)), dtype)
+    log_base = _typed(math.log(base), dtype)
+    e = lax.min(lax.max(lax.round(lax.div(lax.log(x), log_base)), lowest), highest)
+    scaled = lax.div(x, lax.pow(_typed(base, dtype), e))
+    return lax.add(e, lax.div(lax.log(scaled), log_base))
+
+
 def log2(x):
-    x = _as_float(x, "log2")
-    return lax.div(lax.log(x), _typed(math.log(2.0), x.dtype))
+    return _log_base(x, 2, "log2")
 
 
 def log10(x):
-    x = _as_float(x, "log10")
-    return lax.div(lax.log(x), _typed(math.log(10.0), x.dtype))
+    return _log_base(x, 10, "log10")
 
 
 def exp2(x):
+    """``2 ** x`` by ``pow``: ``exp(x * log(2))`` is hundreds of ulps off for large ``x``,
+    where the rounding of ``x * log(2)`` is multiplied by the result."""
     x = _as_float(x, "exp2")
-    return lax.exp(lax.mul(x, _typed(math.log(2.0), x.dtype)))
+    return lax.pow(_typed(2, x.dtype), x)
 
 
 def arctan2(y, x):
