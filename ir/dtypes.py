@@ -72,3 +72,12 @@ def float_result_type(*operands) -> np.dtype:
     """The dtype of a true division or a transcendental ufunc: ints become float64."""
     dtype = result_type(*operands)
     return dtype if is_float(dtype) else float64
+
+
+def float_to_integer_bounds(dtype: np.dtype) -> tuple[float, float, int]:
+    """A float converts to ``dtype`` by truncation when it lies in [low, high); NaN and
+    anything outside give ``invalid``, what NumPy's cast gives on x86-64 (the smallest
+    integer). Compiled backends check the range in generated code: LLVM's fptosi of such a
+    value is poison, and LLVM may fold ``float(int(x))`` to ``trunc(x)`` and return inf."""
+    info = np.iinfo(dtype)
+    return float(info.min), float(info.max) + 1.0, int(info.min)

@@ -228,6 +228,10 @@ def _convert(ctx, dtype, out_dtype, x, **_):
         return x
     if out_dtype == dtypes.bool_:
         return f"({x} != {ctx.constant(0, dtype)})"
+    if _is_float(dtype) and out_dtype.kind in "iu":
+        low, high, invalid = dtypes.float_to_integer_bounds(out_dtype)
+        in_range = f"{x} >= {ctx.constant(low, dtype)} and {x} < {ctx.constant(high, dtype)}"
+        return f"({cast(out_dtype, x)} if {in_range} else {ctx.constant(invalid, out_dtype)})"
     return cast(out_dtype, x)
 
 

@@ -210,8 +210,14 @@ SCALAR_RULES["select"] = lambda args, eqn: f"({args[1]} if {args[0]} else {args[
 
 @_rule("convert_element_type")
 def _convert(args, eqn):
-    new = np.dtype(eqn.params["new_dtype"])
-    return args[0] if new == _dtype(eqn) else cast(args[0], new)
+    new, old, (x,) = np.dtype(eqn.params["new_dtype"]), _dtype(eqn), args
+    if new == old:
+        return x
+    if old.kind == "f" and new.kind in "iu":  # defined for every float, as on the CPU
+        low, high, invalid = dtypes.float_to_integer_bounds(new)
+        in_range = f"{x} >= {constant(low, old)} and {x} < {constant(high, old)}"
+        return f"({cast(x, new)} if {in_range} else {constant(invalid, new)})"
+    return cast(x, new)
 
 
 # Powers up to this exponent are multiplications; above, pow (floats) or Numba's
