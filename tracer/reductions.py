@@ -6,26 +6,34 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import ShapeError, at_line
+from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
 from . import lax, ufuncs
-from .promote import asarray, convert, normalize_axes, normalize_axis
+from .core import Tracer
+from .promote import (
+    asarray,
+    broadcast_shapes,
+    broadcast_to,
+    convert,
+    normalize_axes,
+    normalize_axis,
+)
 from .source_info import user_frame_info
 
 
-def _accumulator_dtype(x_dtype, dtype):
+def accumulator_dtype(x_dtype, dtype):
     if dtype is not None:
         return dtypes.canonicalize(dtype)
     # NumPy sums and multiplies bools and small ints in the platform integer (int64).
     return dtypes.int64 if x_dtype.kind in "biu" else x_dtype
 
 
-def _keep(out, x_shape, axes, keepdims):
+def keep_dims(out, x_shape, axes, keepdims):
     if not keepdims:
         return out
     return lax.reshape(out, [1 if i in axes else d for i, d in enumerate(x_shape)])
 
 
-def _ufunc_reduce_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+def ufunc_reduce_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     """NumPy's ufunc reductions (sum, prod, max, min) let a 0-d array take an int axis of
     0 or -1 (not a tuple), and reduce nothing; anything else goes through the one axis
     check."""
@@ -34,92 +42,222 @@ def _ufunc_reduce_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     return normalize_axes(axis, ndim, name)
 
 
-def _as_1d_if_scalar(x):
+def as_1d_if_scalar(x):
     """NumPy's argmax, argmin, cumsum and take see a 0-d array as one of shape (1,)."""
     return lax.reshape(x, (1,)) if x.ndim == 0 else x
 
 
-def _reduction(prim_fn, name, accumulate=True):
-    def fn(a, axis=None, dtype=None, keepdims=False, **unsupported):
-        _no_extra(name, unsupported)
-        x = asarray(a)
-        axes = _ufunc_reduce_axes(axis, x.ndim, name)
-        out_dtype = _accumulator_dtype(x.dtype, dtype) if accumulate else x.dtype
-        if not accumulate and any(x.shape[i] == 0 for i in axes):
-            raise ShapeError(
-                at_line(
-                    f"{name} of an empty axis has no identity (NumPy raises too); "
-                    "pass a non-empty array or use where= logic first",
-                    user_frame_info(),
-                )
+def _where_mask(where, shape, name):
+    """``where=`` as a bool array of ``shape`` (NumPy broadcasts it against the array and
+    casts it safely, so only bools are accepted)."""
+    mask = asarray(where)
+    if mask.dtype != dtypes.bool_:
+        raise NumbaxTypeError(
+            at_line(
+                f"{name}(where=...) needs a bool mask, got {mask.dtype}; pass a comparison "
+                "(where=x > 0) or .astype(bool)",
+                user_frame_info(),
             )
-        out = prim_fn(convert(x, out_dtype), axes)
-        return _keep(out, x.shape, axes, keepdims)
+        )
+    if broadcast_shapes(mask.shape, shape, operation=f"{name}(where=...)") != tuple(shape):
+        raise ShapeError(
+            at_line(
+                f"{name}: the where= mask of shape {mask.shape} does not broadcast to the "
+                f"array's shape {tuple(shape)}",
+                user_frame_info(),
+            )
+        )
+    return broadcast_to(mask, shape)
+
+
+def is_unmasked(where) -> bool:
+    return where is True or (isinstance(where, np.ndarray) and where.shape == () and bool(where))
+
+
+def masked(x, where, identity, name):
+    """``x`` with the entries ``where=`` leaves out replaced by the reduction's identity."""
+    if is_unmasked(where):
+        return x
+    return lax.select(_where_mask(where, x.shape, name), x, np.asarray(identity, x.dtype))
+
+
+def _initial_value(initial, dtype, name):
+    """``initial=`` as a scalar of the reduction's dtype (NumPy casts it unsafely)."""
+    value = asarray(initial)
+    if value.shape != ():
+        raise ShapeError(
+            at_line(
+                f"{name}(initial=...) must be a scalar, got shape {value.shape}",
+                user_frame_info(),
+            )
+        )
+    return (
+        lax.convert_element_type(value, dtype) if isinstance(value, Tracer) else value.astype(dtype)
+    )
+
+
+def masked_reduce(prim_fn, x, axes, identity, where, name):
+    """``prim_fn`` over ``axes`` of ``x`` after ``masked``; a reduction over an empty axis is
+    ``identity`` (known at trace time, so no loop runs over nothing)."""
+    x = masked(x, where, identity, name)
+    if any(x.shape[a] == 0 for a in axes):
+        kept = [d for i, d in enumerate(x.shape) if i not in axes]
+        return lax.full(kept, identity, x.dtype)
+    return prim_fn(x, axes)
+
+
+def _lowest(dtype):
+    """The identity of max: below every value of ``dtype``."""
+    if dtype.kind == "f":
+        return -np.inf
+    return False if dtype == dtypes.bool_ else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    if dtype.kind == "f":
+        return np.inf
+    return True if dtype == dtypes.bool_ else np.iinfo(dtype).max
+
+
+def _accumulation(prim_fn, combine, identity, name):
+    def fn(a, axis=None, dtype=None, keepdims=False, initial=None, where=True, **unsupported):
+        refuse_unsupported(name, unsupported)
+        x = asarray(a)
+        axes = ufunc_reduce_axes(axis, x.ndim, name)
+        out_dtype = accumulator_dtype(x.dtype, dtype)
+        out = masked_reduce(prim_fn, convert(x, out_dtype), axes, identity, where, name)
+        if initial is not None:
+            out = combine(out, _initial_value(initial, out_dtype, name))
+        return keep_dims(out, x.shape, axes, keepdims)
 
     fn.__name__ = name
     return fn
 
 
-sum = _reduction(lax.reduce_sum, "sum")
-prod = _reduction(lax.reduce_prod, "prod")
-_max = _reduction(lax.reduce_max, "max", accumulate=False)
-_min = _reduction(lax.reduce_min, "min", accumulate=False)
+sum = _accumulation(lax.reduce_sum, ufuncs.add, 0, "sum")
+prod = _accumulation(lax.reduce_prod, ufuncs.multiply, 1, "prod")
 
 
-def max(a, axis=None, keepdims=False, **unsupported):
-    return _max(a, axis=axis, keepdims=keepdims, **unsupported)
+def _chooser(prim_fn, combine, identity_of, name):
+    def fn(a, axis=None, keepdims=False, initial=None, where=True, **unsupported):
+        refuse_unsupported(name, unsupported)
+        x = asarray(a)
+        axes = ufunc_reduce_axes(axis, x.ndim, name)
+        if initial is None and not is_unmasked(where):
+            raise ShapeError(
+                at_line(
+                    f"{name}(where=...) needs initial=: {name} has no identity, so the value of "
+                    "a slice the mask leaves empty must be given (NumPy raises too); pass "
+                    f"initial=, e.g. {name}(x, where=mask, initial=-numpy.inf)",
+                    user_frame_info(),
+                )
+            )
+        if initial is None and any(x.shape[i] == 0 for i in axes):
+            raise ShapeError(
+                at_line(
+                    f"{name} of an empty axis has no identity (NumPy raises too); pass "
+                    f"initial= (the value an empty slice takes) or a non-empty array",
+                    user_frame_info(),
+                )
+            )
+        out = masked_reduce(prim_fn, x, axes, identity_of(x.dtype), where, name)
+        if initial is not None:
+            out = combine(out, _initial_value(initial, x.dtype, name))
+        return keep_dims(out, x.shape, axes, keepdims)
+
+    fn.__name__ = name
+    return fn
 
 
-def min(a, axis=None, keepdims=False, **unsupported):
-    return _min(a, axis=axis, keepdims=keepdims, **unsupported)
-
-
+max = _chooser(lax.reduce_max, ufuncs.maximum, _lowest, "max")
+min = _chooser(lax.reduce_min, ufuncs.minimum, _highest, "min")
 amax, amin = max, min
 
 
-def _count(x, axes) -> int:
-    return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+def _count(x, axes, where, dtype):
+    """How many entries each slice reduces: static without a mask, counted with one."""
+    if is_unmasked(where):
+        return np.asarray(np.prod([x.shape[a] for a in axes], dtype=np.int64), dtype)
+    mask = _where_mask(where, x.shape, "mean")
+    return lax.reduce_sum(lax.convert_element_type(mask, dtype), axes)
 
 
-def mean(a, axis=None, dtype=None, keepdims=False, **unsupported):
-    _no_extra("mean", unsupported)
+def _float_dtype(x, dtype):
+    return dtypes.canonicalize(dtype) if dtype else dtypes.float_result_type(x.dtype)
+
+
+def _divide(total, count, dtype):
+    # NumPy divides into the requested dtype unsafely: an integer dtype= truncates.
+    return convert(ufuncs.true_divide(total, count), dtype)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False, *, where=True, **unsupported):
+    refuse_unsupported("mean", unsupported)
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim, "mean")
-    out_dtype = dtypes.canonicalize(dtype) if dtype else dtypes.float_result_type(x.dtype)
-    total = lax.reduce_sum(convert(x, out_dtype), axes)
-    out = ufuncs.true_divide(total, np.asarray(_count(x, axes), out_dtype))
-    return _keep(out, x.shape, axes, keepdims)
+    out_dtype = _float_dtype(x, dtype)
+    total = lax.reduce_sum(masked(convert(x, out_dtype), where, 0, "mean"), axes)
+    out = _divide(total, _count(x, axes, where, _division_dtype(out_dtype)), out_dtype)
+    return keep_dims(out, x.shape, axes, keepdims)
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False, **unsupported):
-    _no_extra("var", unsupported)
+def _division_dtype(dtype):
+    return dtype if dtype.kind == "f" else dtypes.float64
+
+
+def var(
+    a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=True, correction=None, **unsupported
+):
+    refuse_unsupported("var", unsupported)
+    ddof = resolve_ddof(ddof, correction, "var")
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim, "var")
-    out_dtype = dtypes.canonicalize(dtype) if dtype else dtypes.float_result_type(x.dtype)
-    x = convert(x, out_dtype)
-    centered = ufuncs.subtract(x, mean(x, axis=axes, keepdims=True))
-    total = lax.reduce_sum(ufuncs.multiply(centered, centered), axes)
-    out = ufuncs.true_divide(total, np.asarray(_count(x, axes) - ddof, out_dtype))
-    return _keep(out, x.shape, axes, keepdims)
+    out_dtype = _float_dtype(x, dtype)
+    x = convert(x, _division_dtype(out_dtype))
+    centered = ufuncs.subtract(x, mean(x, axis=axes, keepdims=True, where=where))
+    squares = masked(ufuncs.multiply(centered, centered), where, 0, "var")
+    count = _count(x, axes, where, x.dtype)
+    # NumPy clips the degrees of freedom at 0: too large a ddof gives inf or nan, not a sign flip.
+    dof = ufuncs.maximum(ufuncs.subtract(count, np.asarray(ddof, x.dtype)), np.asarray(0, x.dtype))
+    out = _divide(lax.reduce_sum(squares, axes), dof, out_dtype)
+    return keep_dims(out, x.shape, axes, keepdims)
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False, **unsupported):
-    return ufuncs.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **unsupported))
+def resolve_ddof(ddof, correction, name):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise NumbaxTypeError(
+            at_line(
+                f"{name}: ddof= and correction= name the same thing; pass only one (NumPy "
+                "refuses both too)",
+                user_frame_info(),
+            )
+        )
+    return correction
+
+
+def std(
+    a, axis=None, dtype=None, ddof=0, keepdims=False, *, where=True, correction=None, **unsupported
+):
+    refuse_unsupported("std", unsupported)
+    out = var(a, axis, dtype, ddof, keepdims, where=where, correction=correction)
+    return ufuncs.sqrt(out)
 
 
 def _arg(prim_fn, name):
     def fn(a, axis=None, keepdims=False, **unsupported):
-        _no_extra(name, unsupported)
+        refuse_unsupported(name, unsupported)
         x = asarray(a)
         if axis is None:
             out = prim_fn(lax.reshape(x, (x.size,)), 0)
             return lax.reshape(out, (1,) * x.ndim) if keepdims else out
         if x.ndim == 0:
-            return prim_fn(_as_1d_if_scalar(x), normalize_axis(axis, 1, name))
+            return prim_fn(as_1d_if_scalar(x), normalize_axis(axis, 1, name))
         axis = normalize_axis(axis, x.ndim, name)
         if x.shape[axis] == 0:
             raise ShapeError(at_line(f"{name} of an empty axis", user_frame_info()))
-        return _keep(prim_fn(x, axis), x.shape, (axis,), keepdims)
+        return keep_dims(prim_fn(x, axis), x.shape, (axis,), keepdims)
 
     fn.__name__ = name
     return fn
@@ -129,19 +267,28 @@ argmax = _arg(lax.argmax, "argmax")
 argmin = _arg(lax.argmin, "argmin")
 
 
-def cumsum(a, axis=None, dtype=None):
+def cumsum(a, axis=None, dtype=None, **unsupported):
+    refuse_unsupported("cumsum", unsupported)
     x = asarray(a)
     if axis is None:
         x, axis = lax.reshape(x, (x.size,)), 0
-    x = _as_1d_if_scalar(x)
+    x = as_1d_if_scalar(x)
     axis = normalize_axis(axis, x.ndim, "cumsum")
-    return lax.cumsum(convert(x, _accumulator_dtype(x.dtype, dtype)), axis)
+    return lax.cumsum(convert(x, accumulator_dtype(x.dtype, dtype)), axis)
 
 
-def _no_extra(name, unsupported):
+def refuse_unsupported(name, unsupported):
+    """Refuse, by name, the keyword arguments NumPy takes and numbax does not."""
+    if "out" in unsupported:
+        raise UnsupportedFunctionError(
+            at_line(
+                f"numbax.numpy.{name}(..., out=...) is not supported: use the returned value "
+                f"(y = {name}(...)), or call numpy.{name}(..., out=...), which numbax traces "
+                "by writing the result into out",
+                user_frame_info(),
+            )
+        )
     if unsupported:
-        from ..ir.errors import UnsupportedFunctionError
-
         raise UnsupportedFunctionError(
             at_line(
                 f"{name}() does not support the argument(s) {sorted(unsupported)} in numbax",
