@@ -65,11 +65,6 @@ def _large(dtype) -> float:
     return 2.0 ** math.ceil(-math.log2(np.finfo(dtype).eps) / 2)
 
 
-def _negative_sign(x):
-    """Whether the sign of ``x`` is negative, ``-0.0`` included: atan2(-0.0, -1) is -pi."""
-    return lax.lt(lax.atan2(x, _typed(-1, x.dtype)), _typed(0, x.dtype))
-
-
 def _odd(fn, x, negative):
     """``fn`` on ``|x|`` with the sign of ``x`` put back: an odd function of ``x`` whose
     derivative at 0 is ``fn``'s (``sign(x) * fn(abs(x))`` would make it 0 there)."""
@@ -176,7 +171,7 @@ def cbrt(x):
         # 0, inf and NaN are their own roots; pow keeps the slope at 0 infinite.
         return lax.select(regular, sharpened, lax.pow(a, third))
 
-    return _odd(magnitude, x, _negative_sign(x))
+    return _odd(magnitude, x, ufuncs.negative_sign(x))
 
 
 @_register(UFUNCS, "hypot")
@@ -310,11 +305,11 @@ UFUNCS["fmin"] = fmin = _nan_ignoring(lax.min, "fmin")
 
 @_register(UFUNCS, "signbit")
 def signbit(x):
-    return _negative_sign(_as_float(x, "signbit"))
+    return ufuncs.negative_sign(_as_float(x, "signbit"))
 
 
 def _with_sign_of(x, sign_source):
-    flip = lax.ne(_negative_sign(x), _negative_sign(sign_source))
+    flip = lax.ne(ufuncs.negative_sign(x), ufuncs.negative_sign(sign_source))
     return lax.select(flip, lax.neg(x), x)
 
 

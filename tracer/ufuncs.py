@@ -283,7 +283,7 @@ def floor_divide(x, y):
     is_float = dtypes.is_float(dtype)
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="floor_divide")
     if is_float:
-        return lax.floor(lax.div(x, y))
+        return _float_divmod(x, y)[0]
     quotient = lax.div(x, y)  # truncates toward zero
     remainder = lax.rem(x, y)
     zero = _typed(0, remainder.dtype)
@@ -294,10 +294,42 @@ def floor_divide(x, y):
     return lax.select(adjust, lax.sub(quotient, _typed(1, quotient.dtype)), quotient)
 
 
+def negative_sign(x):
+    """Whether the sign of float ``x`` is negative, ``-0.0`` included: atan2(-0.0, -1) is
+    -pi."""
+    return lax.lt(lax.atan2(x, _typed(-1, x.dtype)), _typed(0, x.dtype))
+
+
+def _float_divmod(x, y):
+    """NumPy's ``npy_divmod``: the floor quotient and the remainder with the divisor's
+    sign, computed from ``fmod`` so that they agree (``1 // 0.1`` is 9, not
+    ``floor(1 / 0.1)`` = 10), with NumPy's signed zeros; division by 0 is ``x / y`` and
+    ``fmod``."""
+    zero, one = _typed(0, x.dtype), _typed(1, x.dtype)
+    mod = lax.rem(x, y)
+    by_zero = lax.eq(y, zero)
+    div = lax.div(lax.sub(x, mod), y)
+    adjust = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
+    mod = lax.select(adjust, lax.add(mod, y), mod)
+    div = lax.select(adjust, lax.sub(div, one), div)
+    signed_zero = lax.select(negative_sign(y), lax.neg(zero), zero)
+    mod = lax.select(lax.eq(mod, zero), signed_zero, mod)
+    floor = lax.floor(div)
+    snapped = lax.select(
+        lax.gt(lax.sub(div, floor), _typed(0.5, x.dtype)), lax.add(floor, one), floor
+    )
+    quotient = lax.div(x, y)
+    zero_quotient = lax.select(negative_sign(quotient), lax.neg(zero), zero)
+    floordiv = lax.select(lax.eq(div, zero), zero_quotient, snapped)
+    return lax.select(by_zero, quotient, floordiv), lax.select(by_zero, lax.rem(x, y), mod)
+
+
 def remainder(x, y):
     """Python's modulo: the result takes the sign of the divisor, as np.remainder."""
     dtype = _arithmetic_dtype(operand(x), operand(y))
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="remainder")
+    if dtypes.is_float(dtype):
+        return _float_divmod(x, y)[1]
     r = lax.rem(x, y)
     zero = _typed(0, r.dtype)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))

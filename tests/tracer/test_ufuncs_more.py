@@ -279,3 +279,21 @@ def test_names_join_numbax_numpy_and_the_array_api_aliases_trace():
         assert callable(getattr(xnp, name)), name
     x = np.array([0.25, -0.5])
     np.testing.assert_allclose(numbax.jit(np.asin)(x), np.arcsin(x), rtol=1e-15)
+
+
+_DIVMOD_VALUES = [1.0, -1.0, 0.1, -0.1, 0.0, -0.0, 7.5, -7.5, 3.0, -3.0, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["floor_divide", "remainder", "divmod"])
+def test_float_floor_division_is_numpys_divmod(backend, name, dtype):
+    """``1 // 0.1`` is 9 in NumPy (the quotient agrees with ``fmod``), not
+    ``floor(1 / 0.1)`` = 10; the remainder's zero takes the divisor's sign."""
+    a, b = (v.ravel().astype(dtype) for v in np.meshgrid(_DIVMOD_VALUES, _DIVMOD_VALUES))
+    ufunc = getattr(np, name)
+    with np.errstate(all="ignore"):
+        want = ufunc(a, b)
+        got = backend.to_host(numbax.jit(lambda x, y: ufunc(x, y), backend=backend)(a, b))
+    for w, g in zip(*(v if isinstance(v, tuple) else (v,) for v in (want, got)), strict=True):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
