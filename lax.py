@@ -61,6 +61,7 @@ from .tracer.lax import (
     sign,
     sin,
     slice,
+    sort,
     sqrt,
     squeeze,
     stop_gradient,
@@ -69,6 +70,7 @@ from .tracer.lax import (
     transpose,
 )
 from .tracer.lax import iota as broadcasted_iota
+from .tracer.sorting import top_k
 
 
 def iota(dtype, size: int):
@@ -83,5 +85,6 @@ __all__ = [
     "fori_loop", "ge", "gt", "integer_pow", "iota", "le", "log", "log1p", "logistic", "lt",
     "map", "max", "min", "mul", "ne", "neg", "pow", "reduce_max", "reduce_min", "reduce_prod",
     "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan", "select", "sign", "sin", "slice",
-    "sqrt", "squeeze", "stop_gradient", "sub", "switch", "tanh", "transpose", "while_loop",
+    "sort", "sqrt", "squeeze", "stop_gradient", "sub", "switch", "tanh", "top_k", "transpose",
+    "while_loop",
 ]  # fmt: skip

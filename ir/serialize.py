@@ -376,10 +376,14 @@ SIGNATURES: dict[str, Signature] = {
     "argmax": Signature(1, {"axis": COUNT, "index_dtype": INDEX_DTYPE}),
     "argmin": Signature(1, {"axis": COUNT, "index_dtype": INDEX_DTYPE}),
     "cumsum": Signature(1, {"axis": COUNT, "reverse": BOOL}),
-    "sort": Signature(
-        1, {"dimension": COUNT, "is_stable": BOOL, "num_keys": COUNT}, variadic=True
-    ),
+    "sort": Signature(1, {"dimension": COUNT, "is_stable": BOOL, "num_keys": COUNT}, variadic=True),
     "dot_general": Signature(2, {"dimension_numbers": DIMENSION_NUMBERS}),
+    "cholesky": Signature(1),
+    "triangular_solve": Signature(2, {"lower": BOOL, "transpose_a": BOOL, "unit_diagonal": BOOL}),
+    "lu": Signature(1),
+    "qr": Signature(1, {"full_matrices": BOOL}),
+    "eigh": Signature(1),
+    "svd": Signature(1, {"full_matrices": BOOL, "compute_uv": BOOL}),
     "jit_call": Signature(0, {"jaxpr": JAXPR, "name": TEXT}, variadic=True),
     "checkpoint": Signature(0, {"jaxpr": JAXPR, "name": TEXT}, variadic=True),
     "custom_vjp_call": Signature(

@@ -179,6 +179,18 @@ def cumsum(x, axis: int, reverse: bool = False):
     return bind(P["cumsum"], x, axis=int(axis), reverse=bool(reverse))
 
 
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """``jax.lax.sort``: one array, or a sequence of arrays of one shape sorted together
+    by their first ``num_keys`` (lexicographically) along ``dimension``; NaNs last."""
+    operands = list(operand) if isinstance(operand, (list, tuple)) else [operand]
+    ndim = len(_shape_of(operands[0]))
+    dimension = int(dimension) % ndim if ndim else int(dimension)  # rank 0: the rule refuses
+    outs = bind(
+        P["sort"], *operands, dimension=dimension, is_stable=bool(is_stable), num_keys=int(num_keys)
+    )
+    return tuple(outs) if isinstance(operand, (list, tuple)) else outs[0]
+
+
 def dot_general(lhs, rhs, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     numbers = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))

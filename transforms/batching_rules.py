@@ -108,6 +108,14 @@ def _cumsum_rule(args, dims, *, axis, reverse):
     return [lax.cumsum(x, _shifted(axis, dim), reverse)], [dim]
 
 
+@register_rule("sort")
+def _sort_rule(args, dims, *, dimension, **params):
+    size = axis_size(args, dims)
+    moved = [to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
+    outs = bind(PRIMITIVES["sort"], *moved, dimension=dimension + 1, **params)
+    return outs, [0] * len(outs)
+
+
 def _front_rule(make):
     """A one-operand rule that moves the batch dimension to the front, then calls
     ``make(x, size, **params)``."""

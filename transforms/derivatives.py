@@ -16,6 +16,8 @@ operation needs one (``instantiate``). Integer and bool values never carry one.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir import dtypes
@@ -213,3 +215,31 @@ def scatter_mode_error(mode: str) -> UnsupportedFunctionError:
             user_frame_info(),
         )
     )
+
+
+def sort_with_order(primals, *, dimension, is_stable, num_keys):
+    """``sort`` of ``primals`` and the permutation it applied, as positions in the
+    flattened operand (``gather_flat`` / ``scatter_flat`` move tangents by it): sort's
+    derivative is the same permutation of the tangent, its transpose the inverse one."""
+    shape = aval(primals[0]).shape
+    iota = lax.iota(dtypes.int64, shape, dimension)
+    *outs, order = lax.sort([*primals, iota], dimension, is_stable, num_keys)
+    strides = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+    positions = None
+    for k, stride in enumerate(strides):
+        index = order if k == dimension else lax.iota(dtypes.int64, shape, k)
+        term = lax.mul(index, np.asarray(stride, dtypes.int64))
+        positions = term if positions is None else lax.add(positions, term)
+    return outs, positions
+
+
+def gather_flat(t, positions):
+    """``t`` read at flat ``positions`` (an array of ``t``'s shape)."""
+    return lax.gather(lax.reshape(t, (aval(t).size,)), positions, 0)
+
+
+def scatter_flat(ct, positions):
+    """The transpose of ``gather_flat``: ``ct`` summed into the flat positions it read."""
+    shape = aval(ct).shape
+    zeros = lax.zeros_like_aval(ShapedArray((aval(ct).size,), aval(ct).dtype))
+    return lax.reshape(lax.scatter(zeros, positions, ct, 0, "add"), shape)

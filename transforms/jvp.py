@@ -238,6 +238,14 @@ def _scatter_chooser(primals, tangents, *, axis, mode):
 register("scatter", _scatter)
 
 
+def _sort(primals, tangents, **params):
+    outs, positions = d.sort_with_order(primals, **params)
+    return outs, [None if t is None else d.gather_flat(t, positions) for t in tangents]
+
+
+register("sort", _sort)
+
+
 def _call(prim_name):
     prim = P[prim_name]
     return lambda primals, tangents, **params: call_jvp(prim, primals, tangents, **params)

@@ -239,6 +239,14 @@ register(
 register("cumsum", lambda ct, x, out, *, axis, reverse: [lax.cumsum(ct, axis, not reverse)])
 
 
+def _sort(primals, wrt, **params):
+    outs, positions = d.sort_with_order(primals, **params)
+    return outs, lambda cts: [None if ct is None else d.scatter_flat(ct, positions) for ct in cts]
+
+
+vjp_rules[P["sort"]] = _sort
+
+
 def _ranges_like(*lists):
     start = 0
     for items in lists:

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from ...ir.core import Eqn
 from . import scalar
 from .callbacks import EMITTERS as CALLBACK_EMITTERS
+from .linalg import EMITTERS as LINALG_EMITTERS
 from .loopnest import tuple_source
 
 # An emitter: (program, eqn, input expressions, output name) -> lines.
-EMITTERS: dict[str, Callable[..., list[str]]] = dict(CALLBACK_EMITTERS)
+EMITTERS: dict[str, Callable[..., list[str]]] = {**CALLBACK_EMITTERS, **LINALG_EMITTERS}
 
 
 def emitter(*names: str):
@@ -173,8 +174,10 @@ def _indexing_nest(program, x_aval, indices_name, indices_shape, axis, *, drop: 
 def _gather(program, eqn, inputs, out) -> list[str]:
     x_aval, indices_aval = eqn.inputs[0].aval, eqn.inputs[1].aval
     aval = eqn.outputs[0].aval
+    # A literal index is a scalar constant, which cannot be indexed: a 0-d array then.
+    indices = program.array_of(eqn.inputs[1])
     nest, x_index, out_index = _indexing_nest(
-        program, x_aval, inputs[1], indices_aval.shape, eqn.params["axis"], drop=False
+        program, x_aval, indices, indices_aval.shape, eqn.params["axis"], drop=False
     )
     nest.line(f"{out}[{out_index}] = {inputs[0]}[{x_index}]")
     return [f"{out} = np.empty({tuple_source(aval.shape)}, {_dtype(aval)})"] + nest.lines
@@ -188,7 +191,7 @@ def _scatter(program, eqn, inputs, out) -> list[str]:
     if x_aval.shape[axis] == 0:
         return lines
     nest, x_index, updates_index = _indexing_nest(
-        program, x_aval, inputs[1], indices_aval.shape, axis, drop=True
+        program, x_aval, program.array_of(eqn.inputs[1]), indices_aval.shape, axis, drop=True
     )
     target, update = f"{out}[{x_index}]", f"{inputs[2]}[{updates_index}]"
     nest.line(f"{target} = {_scatter_combine(program, mode, x_aval.dtype, target, update)}")

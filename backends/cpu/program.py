@@ -27,7 +27,7 @@ from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
 from ...passes.memory import Liveness
 from .. import source as escape
-from . import callbacks, control, intrinsics, opaque, scalar
+from . import callbacks, control, intrinsics, linalg, opaque, scalar
 from .contraction import write_dot
 from .kernels import (
     REDUCTIONS,
@@ -49,6 +49,7 @@ IMPORTS = {
     scalar.MATHLIB: ("fm", "from numbax.backends.cpu.mathlib import functions as fm"),
     scalar.INTRINSICS: ("nbx", "from numbax.backends.cpu import intrinsics as nbx"),
     **callbacks.IMPORTS,
+    **linalg.IMPORTS,
 }
 _RESERVED = (
     set(keyword.kwlist)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from . import device
 from .callbacks import RUNNERS as CALLBACK_RUNNERS
+from .linalg import RUNNERS as LINALG_RUNNERS
 from .sort import RUNNERS as SORT_RUNNERS
 
 
@@ -111,4 +112,5 @@ RUNNERS = {
     "scan": run_scan,
     **CALLBACK_RUNNERS,
     **SORT_RUNNERS,
+    **LINALG_RUNNERS,
 }

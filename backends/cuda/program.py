@@ -36,6 +36,7 @@ from .callbacks import host_call
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
 from .elementwise import map_kernel
+from .linalg import RUNNERS as LINALG_RUNNERS
 from .loop import element_shape, loop_kernel
 from .options import CudaOptions
 from .reducers import REDUCERS
@@ -59,7 +60,7 @@ from numbax.backends.cuda.devicelib import libdevice
 CALLS = ("jit_call", "checkpoint", "custom_vjp_call")
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 # Ops the host runs as steps of their own, between the kernels.
-HOST_OPS = (*CALLBACK_NAMES, *SORT_RUNNERS)
+HOST_OPS = (*CALLBACK_NAMES, *SORT_RUNNERS, *LINALG_RUNNERS)
 _KIND_OF_PATTERN = {
     Pattern.ELEMENTWISE: "elementwise",
     Pattern.BROADCAST: "elementwise",
@@ -268,7 +269,10 @@ def _view_of(eqn: Eqn):
 
 
 def drop_views(jaxpr: Jaxpr) -> Jaxpr:
-    """Remove reshape kernels: their readers (and the outputs) use the operand instead."""
+    """Remove reshape kernels: their readers (and the outputs) use the operand instead.
+    A view that a host step reads stays: the host reads an operand by its variable's
+    shape, which must be the one the op was traced with."""
+    host_read = {a for e in jaxpr.eqns if host_call(e, HOST_OPS) for a in e.inputs}
     alias: dict = {}
 
     def read(atom):
@@ -278,7 +282,7 @@ def drop_views(jaxpr: Jaxpr) -> Jaxpr:
     for eqn in jaxpr.eqns:
         eqn = eqn.replace(inputs=[read(a) for a in eqn.inputs])
         source = _view_of(eqn)
-        if source is not None:
+        if source is not None and eqn.outputs[0] not in host_read:
             alias[eqn.outputs[0]] = source
         else:
             eqns.append(eqn)

@@ -95,6 +95,14 @@ def _structural_examples():
     yield _single("sort", x23, _aval((2, 3), I32), dimension=1, is_stable=False, num_keys=2)
     dims = (((1,), (0,)), ((), ()))
     yield _single("dot_general", x23, _aval((3, 4)), dimension_numbers=dims)
+    square = _aval((2, 3, 3))
+    yield _single("cholesky", square)
+    flags = {"lower": True, "transpose_a": False, "unit_diagonal": True}
+    yield _single("triangular_solve", square, _aval((2, 3, 1)), **flags)
+    yield _single("lu", square)
+    yield _single("qr", x23, full_matrices=True)
+    yield _single("eigh", square)
+    yield _single("svd", x23, full_matrices=False, compute_uv=True)
 
 
 def _square(x):

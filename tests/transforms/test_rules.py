@@ -15,6 +15,7 @@ from finite_differences import check_derivatives
 import numbax
 from numbax.ir import PRIMITIVES
 from numbax.tracer import lax
+from numbax.tracer import lax_linalg as la
 from numbax.transforms.jvp import jvp_rules
 from numbax.transforms.vjp_rules import vjp_rules
 
@@ -432,6 +433,41 @@ def _scan_reverse(init, xs):
 )
 def _fori_loop(x):
     return numbax.fori_loop(0, 3, lambda i, v: lax.sin(v) * (i + 1.0), x)
+
+
+# --- linear algebra: stacks of matrices, square, tall and wide -----------------------------
+
+
+def _spd(x):
+    """A positive-definite stack from any square stack (its upper triangle is read too)."""
+    return la.matmul(x, la.mT(x)) + 4.0 * la.eye(x.shape[-1], x.dtype, x.shape[:-2])
+
+
+PROGRAMS["cholesky"].append((lambda x: la.cholesky(_spd(x) + x * 0.5), (normal(2, 3, 3),), 1e-5))
+# (lower, transpose_a, unit_diagonal)
+_TRIANGULAR = [(True, False, False), (False, True, False), (True, True, True), (False, False, True)]
+for _flags in _TRIANGULAR:
+    PROGRAMS["triangular_solve"].append(
+        (
+            lambda a, b, f=_flags: la.triangular_solve(
+                _spd(a), b, lower=f[0], transpose_a=f[1], unit_diagonal=f[2]
+            ),
+            (normal(2, 3, 3), normal(2, 3, 2)),
+            1e-5,
+        )
+    )
+PROGRAMS["lu"].append((lambda x: la.lu(x)[0], (normal(2, 4, 4),), 1e-5))
+for _shape, _full in [((2, 4, 3), False), ((3, 3), True), ((2, 3, 5), False), ((2, 5), True)]:
+    PROGRAMS["qr"].append((lambda x, f=_full: la.qr(x, full_matrices=f), (normal(*_shape),), 1e-5))
+PROGRAMS["eigh"].append((la.eigh, (normal(2, 4, 4),), 1e-6))
+for _shape, _uv in [((2, 4, 3), True), ((3, 5), True), ((3, 3), True), ((2, 3, 4), False)]:
+    PROGRAMS["svd"].append(
+        (
+            lambda x, uv=_uv: la.svd(x, full_matrices=False, compute_uv=uv),
+            (normal(*_shape),),
+            1e-6,
+        )
+    )
 
 
 CASES = [(name, k, *entry) for name, entries in PROGRAMS.items() for k, entry in enumerate(entries)]

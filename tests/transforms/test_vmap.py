@@ -22,6 +22,7 @@ from numbax.ir.elementwise import BINARY, COMPARISONS, UNARY
 from numbax.ir.errors import BatchingError
 from numbax.ir.higher_order import checkpoint_p, custom_vjp_call_p, kernel_p
 from numbax.tracer import lax
+from numbax.tracer import lax_linalg as la
 from numbax.tracer.core import bind
 from numbax.transforms.batching import BATCH_RULES
 
@@ -336,6 +337,19 @@ def _debug_callback(x, s):
 def _pure_callback(x, s):
     result = numbax.ShapeDtypeStruct((4,), np.float64)
     return numbax.pure_callback(lambda x, s: np.sin(x) * s, result, x, s) + x
+
+
+@rule("linalg", [Arg((3, 3)), Arg((3, 2))], (0, 0), (None, 1), (2, None), (-1, 0))
+def _linalg(a, b):
+    # Every factorization, one batched argument or both (a per-example matrix and a shared one).
+    spd = la.matmul(a, la.mT(a)) + 4.0 * la.eye(3, a.dtype)
+    lower = la.cholesky(spd)
+    x = la.triangular_solve(lower, b, lower=True, transpose_a=True)
+    packed, pivots, permutation = la.lu(a)
+    q, r = la.qr(b, full_matrices=True)
+    w, v = la.eigh(spd)
+    u, s, vt = la.svd(b, full_matrices=False, compute_uv=True)
+    return lower, x, packed, pivots, permutation, q, r, w, lax.abs(v), lax.abs(u), s, lax.abs(vt)
 
 
 def _prims(jaxpr: Jaxpr) -> set[str]:
