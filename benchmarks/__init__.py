@@ -3,6 +3,8 @@
 programs.py        the programs, written once in NumPy style (plus hand-written derivatives)
 workloads.py       each program with its inputs, sizes, bytes/FLOPs and check against NumPy
 numba_kernels.py   the hand-written Numba loops
+kernels.py         the kernels group (`--group kernels`): PolyBench-style kernels in NumPy/JAX
+                   style; kernel_loops.py their Numba loops, kernel_workloads.py their inputs
 implementation.py  what a peer hands the runner: one row
 peers.py           how numbax (through one adapter) and each peer make those rows
 cold_start.py      the new-process compile-latency workload (also the program it runs)

@@ -3,6 +3,7 @@
     python -m benchmarks                      # default backend: cuda if a GPU is visible, else cpu
     python -m benchmarks --quick              # small sizes, seconds: the CI smoke test
     python -m benchmarks --only chain,softmax --repeat 20
+    python -m benchmarks --group kernels      # PolyBench-style kernels, with first-call times
     python -m benchmarks --backend cpu --update-results   # refresh benchmarks/RESULTS.md
 
 Exits 1 when any implementation disagrees with NumPy or fails; "not supported yet" rows and
@@ -18,11 +19,19 @@ import tempfile
 from pathlib import Path
 
 from . import chart, report
+from .kernel_workloads import KERNEL_WORKLOAD_BUILDERS
 from .machine import busy_warning, describe, load_average
 from .peers import make_peers
 from .runner import FAILED, any_failed, run_suite
 from .timing import TimingSettings
-from .workloads import GPU_ONLY, WORKLOAD_BUILDERS, Workload, make_workloads, workload_names
+from .workloads import (
+    GPU_ONLY,
+    SINGLE_CALL_STYLES,
+    WORKLOAD_BUILDERS,
+    Workload,
+    make_workloads,
+    workload_names,
+)
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 
@@ -32,6 +41,11 @@ WORKLOAD_BUDGET_S = {"quick": 0.4, "full": 12.0}
 SAMPLES = {"quick": (2, 5), "full": (3, 30)}  # (min, max) when --repeat is not given
 MIN_SAMPLE_S = {"quick": 1e-3, "full": 0.02}
 SETTLE_S = {"quick": 0.05, "full": 0.3}  # see timing.py: other libraries' threads go idle
+
+# Every workload, in run order. The kernels group takes minutes at full size, so the default
+# run (CI's) leaves it out; `--group kernels` or `--group all` runs it, `--only` any of it.
+ALL_BUILDERS = WORKLOAD_BUILDERS | KERNEL_WORKLOAD_BUILDERS
+GROUPS = {"default": WORKLOAD_BUILDERS, "kernels": KERNEL_WORKLOAD_BUILDERS, "all": ALL_BUILDERS}
 
 
 def gpu_visible() -> bool:
@@ -60,9 +74,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="small sizes and a short time budget: the whole run in seconds",
     )
     parser.add_argument(
+        "--group",
+        choices=tuple(GROUPS),
+        default="default",
+        help="which workloads to run: default (the suite), kernels (scientific kernels, "
+        "opt-in: minutes at full size), all",
+    )
+    parser.add_argument(
         "--only",
         metavar="NAME[,NAME]",
-        help=f"run only these workloads: {', '.join(WORKLOAD_BUILDERS)}; the "
+        help=f"run only these workloads, of any group: {', '.join(ALL_BUILDERS)}; the "
         "bandwidth ceiling is added when a selected workload is read against it",
     )
     parser.add_argument(
@@ -92,12 +113,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "--update-results records full-size figures of a compiled backend: "
             "drop --quick, use --backend cpu or cuda"
         )
+    if args.update_results and (args.group != "default" or args.only):
+        # RESULTS.md's sections hold the default suite; another selection would replace it.
+        parser.error("--update-results records the default suite: drop --group and --only")
     if args.backend is None:
         args.backend = "cuda" if gpu_visible() else "cpu"
     elif args.backend == "cuda" and not gpu_visible():
         parser.error("--backend cuda: Numba sees no CUDA GPU (numba.cuda.is_available() is False)")
-    available = workload_names(on_gpu=args.backend == "cuda")
-    args.names = available
+    available = workload_names(on_gpu=args.backend == "cuda", builders=ALL_BUILDERS)
+    args.names = [name for name in available if name in GROUPS[args.group]]
     if args.only:
         args.names = [name.strip() for name in args.only.split(",") if name.strip()]
         for name in args.names:
@@ -113,7 +137,7 @@ def settings_for(args: argparse.Namespace):
 
     def settings(workload: Workload, n_rows: int) -> TimingSettings:
         min_samples, max_samples = SAMPLES[mode]
-        if args.quick and workload.style in ("compile", "cold_start"):
+        if args.quick and workload.style in SINGLE_CALL_STYLES:
             # Each sample is a compilation or a whole process: one is enough for a smoke test.
             min_samples = 1
         if args.repeat is not None:
@@ -131,7 +155,7 @@ def settings_for(args: argparse.Namespace):
 
 def select_workloads(args: argparse.Namespace) -> list[Workload]:
     on_gpu = args.backend == "cuda"
-    workloads = make_workloads(args.names, on_gpu, args.quick)
+    workloads = make_workloads(args.names, on_gpu, args.quick, ALL_BUILDERS)
     wants_ceiling = any(w.bytes_moved is not None for w in workloads if w.style != "copy")
     if wants_ceiling and "bandwidth" not in args.names:
         workloads = make_workloads(["bandwidth"], on_gpu, args.quick) + workloads
@@ -148,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     options = {
         "backend": args.backend,
         "quick": args.quick,
+        "group": args.group,
         "workloads": args.names,
         "repeat": args.repeat,
         "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"],

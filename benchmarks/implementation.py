@@ -86,3 +86,22 @@ def fresh_compiles(compile_instance: Callable[[float], Callable]) -> Callable:
         return compile_instance(compile_constant(next(instances)))(*args)
 
     return compile_and_call
+
+
+def first_calls(program: Callable, jit: Callable) -> Callable:
+    """A callable whose every call jits a new instance of `program` and runs it once.
+
+    Each instance is a new function object, which misses every cache keyed on the function,
+    under a new name, which numbax writes into its generated module and JAX into its HLO
+    module: neither finds the instance in memory or on disk, so a call is trace to result.
+    """
+    instances = itertools.count()
+
+    def compile_and_call(*args):
+        def instance(*inner):
+            return program(*inner)
+
+        instance.__name__ = instance.__qualname__ = f"{program.__name__}_{next(instances)}"
+        return jit(instance)(*args)
+
+    return compile_and_call

@@ -19,7 +19,15 @@ import os
 import numpy as np
 
 from . import cold_start
-from .implementation import Implementation, PeerUnavailable, bind, fresh_compiles, skipped
+from .implementation import (
+    Implementation,
+    PeerUnavailable,
+    bind,
+    first_calls,
+    fresh_compiles,
+    skipped,
+)
+from .kernels import library_loops
 from .programs import python_scan
 from .workloads import Workload
 
@@ -102,6 +110,11 @@ class NumbaxPeer:
         if workload.style == "cold_start":
             cache = cold_start.new_cache_dir(self.scratch_dir, "numbax")
             return [row("numbax", lambda: cold_start.process_call("numbax", self.backend, cache))]
+        kernel = lambda: bind(program, _xnp(), library_loops(_numbax().fori_loop, _numbax().scan))
+        if workload.style == "kernel":
+            return [row("numbax", lambda: self.jit(kernel()))]
+        if workload.style == "first_call":
+            return [row("numbax", lambda: first_calls(kernel(), self.jit))]
         return []
 
 
@@ -174,6 +187,8 @@ class NumbaPeer:
         if workload.style == "cold_start":
             cache = cold_start.new_cache_dir(self.scratch_dir, "numba")
             return [Implementation("numba", lambda: cold_start.process_call("numba", "cpu", cache))]
+        if workload.style == "kernel":
+            return [Implementation("numba", lambda: workload.by_hand)]
         # The MLP step has no hand-written Numba peer (optional in the brief): NumPy's is the
         # hand-written backward, and its matmuls are BLAS either way.
         return []
@@ -232,6 +247,11 @@ class JaxPeer:
             backend = "cuda" if self.on_gpu else "cpu"
             cache = cold_start.new_cache_dir(self.scratch_dir, "jax")
             return [Implementation("jax", lambda: cold_start.process_call("jax", backend, cache))]
+        kernel = lambda: bind(program, jnp, library_loops(jax.lax.fori_loop, jax.lax.scan))
+        if workload.style == "kernel":
+            return [row(lambda: jax.jit(kernel()))]
+        if workload.style == "first_call":
+            return [row(lambda: first_calls(kernel(), jax.jit))]
         return []
 
 

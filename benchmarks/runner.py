@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .implementation import Implementation, NotSupportedYet, tree_map
 from .timing import Timing, TimingSettings, format_seconds, measure
-from .workloads import Workload
+from .workloads import SINGLE_CALL_STYLES, Workload
 
 OK, FAILED, NOT_SUPPORTED, SKIPPED = "ok", "FAILED", "not supported yet", "skipped"
 
@@ -94,7 +94,7 @@ def run_implementation(
             lambda: function(*inputs),
             implementation.sync,
             settings,
-            single_call_samples=workload.style in ("compile", "cold_start"),
+            single_call_samples=workload.style in SINGLE_CALL_STYLES,
         )
     except Exception as error:
         # It ran once correctly and then broke: still a failure, not "not supported".

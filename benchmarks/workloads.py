@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .kernels import EAGER_NUMPY
 from .programs import (
     LEARNING_RATE,
     add_one,
@@ -116,6 +117,9 @@ class Workload:
       compile     each call compiles and runs a new `program(xp, constant)` (a factory)
       cold_start  each call is a new Python process that compiles `program` with a warm cache
       copy        the memory-bandwidth ceiling: copy inputs[0] into inputs[1]
+      kernel      jit(program(xp, loops, *inputs)) with the library's `kernels.Loops`;
+                  `by_hand` is the hand-written Numba loop
+      first_call  each call jits a new instance of a `kernel` program and runs it once
     """
 
     name: str
@@ -145,6 +149,8 @@ class Workload:
             return self.program(np, COLD_START_CONSTANT)(*self.inputs)
         if self.style == "copy":
             return self.inputs[0].copy()
+        if self.style in ("kernel", "first_call"):
+            return self.program(np, EAGER_NUMPY, *self.inputs)
         return self.program(np, *self.inputs)
 
     def check(self, actual, expected) -> None:
@@ -418,16 +424,22 @@ WORKLOAD_BUILDERS = {
 
 GPU_ONLY = {"matmul"}
 
+# Styles whose every call is a new compilation or a new process: each call is its own sample.
+SINGLE_CALL_STYLES = ("compile", "cold_start", "first_call")
 
-def workload_names(on_gpu: bool) -> list[str]:
-    return [name for name in WORKLOAD_BUILDERS if on_gpu or name not in GPU_ONLY]
+
+def workload_names(on_gpu: bool, builders: dict = WORKLOAD_BUILDERS) -> list[str]:
+    return [name for name in builders if on_gpu or name not in GPU_ONLY]
 
 
-def make_workloads(names: list[str], on_gpu: bool, quick: bool) -> list[Workload]:
+def make_workloads(
+    names: list[str], on_gpu: bool, quick: bool, builders: dict = WORKLOAD_BUILDERS
+) -> list[Workload]:
+    """The `names` workloads of `builders`, in the order of `builders`."""
     scale = "quick" if quick else ("gpu" if on_gpu else "cpu")
     # One generator per workload, so a workload's inputs do not depend on which others run.
     return [
-        WORKLOAD_BUILDERS[name](scale, np.random.default_rng(index))
-        for index, name in enumerate(WORKLOAD_BUILDERS)
+        builders[name](scale, np.random.default_rng(index))
+        for index, name in enumerate(builders)
         if name in names
     ]

@@ -1,0 +1,88 @@
+"""The benchmark kernels agree with NumPy: numbax on each backend, JAX, the Numba loops.
+
+Each kernel of `benchmarks/kernels.py` at its quick (tiny) size, checked as the suite checks
+it: against the kernel's source run eagerly by NumPy, with the workload's tolerances.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import numbax
+import numbax.numpy as xnp
+
+ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
+if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
+    sys.path.insert(0, ROOT)
+
+from benchmarks.__main__ import parse_args  # noqa: E402
+from benchmarks.implementation import bind, first_calls  # noqa: E402
+from benchmarks.kernel_workloads import FIRST_CALL, KERNELS, kernel_workload  # noqa: E402
+from benchmarks.kernels import library_loops  # noqa: E402
+
+NAMES = list(KERNELS)
+
+
+def _workload(name: str):
+    return kernel_workload(name, "quick", np.random.default_rng(0))
+
+
+def _numbax_kernel(workload):
+    return bind(workload.program, xnp, library_loops(numbax.fori_loop, numbax.scan))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numbax_matches_numpy(name, backend):
+    if backend.simulated:
+        pytest.skip("the loop-heavy kernels are too slow for the CUDA simulator")
+    workload = _workload(name)
+    result = numbax.jit(_numbax_kernel(workload), backend=backend)(*workload.inputs)
+    workload.check(backend.to_host(result), workload.reference())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numba_loop_matches_numpy(name):
+    workload = _workload(name)
+    workload.check(workload.by_hand(*workload.inputs), workload.reference())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
+@pytest.mark.parametrize("name", NAMES)
+def test_jax_matches_numpy(name):
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    workload = _workload(name)
+    kernel = bind(workload.program, jnp, library_loops(jax.lax.fori_loop, jax.lax.scan))
+    result = jax.tree_util.tree_map(np.asarray, jax.jit(kernel)(*workload.inputs))
+    workload.check(result, workload.reference())
+
+
+def test_first_calls_compile_a_new_instance_each_call():
+    workload = _workload("floyd_warshall")
+    names = []
+
+    def recording_jit(function):
+        names.append(function.__name__)
+        return numbax.jit(function, backend="interpret")
+
+    call = first_calls(_numbax_kernel(workload), recording_jit)
+    expected = workload.reference()
+    for _ in range(2):
+        workload.check(call(*workload.inputs), expected)
+    assert names == ["floyd_warshall_0", "floyd_warshall_1"]
+
+
+def test_kernels_are_a_group_of_their_own():
+    default = parse_args(["--backend", "interpret"]).names
+    kernels = parse_args(["--backend", "interpret", "--group", "kernels"]).names
+    assert not set(default) & set(kernels)
+    assert kernels == [n for name in NAMES for n in (name, name + FIRST_CALL)]
+    only = parse_args(["--backend", "interpret", "--only", "lu,chain"]).names
+    assert only == ["lu", "chain"]
