@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..ir import dtypes
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, aval_of
 from ..ir.errors import (
     ConcretizationError,
+    InPlaceUpdateError,
     LeakedTracerError,
     NumbaxError,
     NumbaxTypeError,
@@ -31,6 +32,7 @@ from ..ir.errors import (
 )
 from ..ir.interpret import walk_jaxpr
 from ..ir.primitive import Primitive
+from .numpy_random_guard import numpy_random_refused
 from .source_info import user_frame_info
 
 
@@ -56,7 +58,8 @@ class Trace:
         self.refused_conversion: tuple | None = None
 
     def new_arg(self, aval: ShapedArray, value=None) -> Tracer:
-        tracer = Tracer(self, aval, value)
+        # An argument is an array the caller holds: a mutable handle, even when 0-d.
+        tracer = Tracer(self, aval, value, mutable=True)
         self.invars.append(tracer._var)
         return tracer
 
@@ -121,13 +124,22 @@ def current_trace() -> Trace | None:
     return _stack.traces[-1] if _stack.traces else None
 
 
+def any_concrete_trace() -> bool:
+    """Whether a concrete (eager) trace is active: known values may then be inputs'."""
+    return any(trace.concrete for trace in _stack.traces)
+
+
 @contextmanager
 def new_trace(concrete: bool):
     trace = Trace(concrete)
     _stack.traces.append(trace)
+    # An abstract trace would freeze np.random's numbers into the program (define-by-run
+    # concrete traces draw afresh on every call, as NumPy does).
+    guard = nullcontext() if concrete else numpy_random_refused()
     try:
-        yield trace
-    except TypeError as err:
+        with guard:
+            yield trace
+    except (TypeError, ValueError) as err:
         refused = _refusal_replaced_by(trace, err)
         if refused is None:
             raise
@@ -137,11 +149,13 @@ def new_trace(concrete: bool):
         trace.active = False
 
 
-def _refusal_replaced_by(trace: Trace, err: TypeError) -> ConcretizationError | None:
+def _refusal_replaced_by(trace: Trace, err: Exception) -> NumbaxError | None:
     """NumPy's C converters (``np.zeros(n)``, ``ndarray.reshape(n)``) replace the
     TypeError that a tracer's ``__index__`` raised with their own, raised at the same
     line and naming the tracer by its repr; the user gets numbax's error, with its line
-    and fix, back. A TypeError raised anywhere else is left as it is."""
+    and fix, back. ``ndarray.__setitem__`` turns a refused ``float(tracer)`` into a
+    ValueError: a traced value was written into a NumPy array. An error raised anywhere
+    else is left as it is."""
     if trace.refused_conversion is None or isinstance(err, NumbaxError):
         return None
     tracer_repr, frame, line, error = trace.refused_conversion
@@ -149,8 +163,21 @@ def _refusal_replaced_by(trace: Trace, err: TypeError) -> ConcretizationError | 
     while innermost is not None and innermost.tb_next is not None:
         innermost = innermost.tb_next
     raised_there = innermost is not None and innermost.tb_frame is frame
-    if raised_there and innermost.tb_lineno == line and tracer_repr in str(err):
+    if not raised_there or innermost.tb_lineno != line:
+        return None
+    if isinstance(err, TypeError) and tracer_repr in str(err):
         return error
+    if isinstance(err, ValueError) and "setting an array element" in str(err):
+        return InPlaceUpdateError(
+            at_line(
+                "a traced value was written into a NumPy array (a[i] = traced) that comes "
+                "from outside the traced function (a global, a closure, a helper in another "
+                "module), and a NumPy array cannot hold traced values. Create the array "
+                "inside the traced function (np.zeros(...)), or pass it in as an argument: "
+                "a jitted function writes its arguments back to the caller",
+                f"{frame.f_code.co_filename}:{line}",
+            )
+        )
     return None
 
 
@@ -185,7 +212,7 @@ def _record(trace: Trace, prim: Primitive, args, params):
     except TypecheckError as err:
         raise TypecheckError(at_line(str(err), source_info)) from None
     values = [None] * len(out_avals)
-    if trace.concrete:
+    if trace.concrete or _folds_while_tracing(prim, params):
         in_values = [trace.value_of(a) for a in args]
         if all(v is not None for v in in_values):
             outs = prim.impl(*[np.asarray(v) for v in in_values], **params)
@@ -195,6 +222,21 @@ def _record(trace: Trace, prim: Primitive, args, params):
     if trace.values is not None:
         trace.values.update((t._var, t._value) for t in tracers)
     return tracers
+
+
+def _folds_while_tracing(prim: Primitive, params) -> bool:
+    """Whether an abstract trace computes this equation's value when every input is
+    known (arrays created inside the function, closure constants): Python code may then
+    branch on it and index with it as with the NumPy array it stands for. Equations that
+    run sub-programs (``jit_call`` compiles) or have side effects wait for run time."""
+    return not prim.side_effects and not _holds_program(params.values())
+
+
+def _holds_program(values) -> bool:
+    return any(
+        isinstance(v, (Jaxpr, ClosedJaxpr)) or (isinstance(v, tuple) and _holds_program(v))
+        for v in values
+    )
 
 
 def trace_flat(fun, in_avals, values=None) -> tuple[ClosedJaxpr, list]:
@@ -225,17 +267,36 @@ def leaked_tracer_error(tracer: Tracer, operation: str | None = None) -> LeakedT
 class Tracer:
     """An array value seen while tracing: its abstract value, and maybe its value."""
 
-    __slots__ = ("_trace", "aval", "_value", "_var", "weak_type")
+    # ``_mutable``: a handle on an array the program may write into (``x[i] = v``,
+    # ``x += v``); 0-d results of operations are NumPy scalars, which are immutable.
+    # ``_first_write``: the line of the first such write, for errors that name it.
+    __slots__ = ("_trace", "aval", "_value", "_var", "weak_type", "_mutable", "_first_write")
     # Higher than ndarray's so ``ndarray op tracer`` defers to the tracer.
     __array_priority__ = 1000
     __hash__ = None  # mutable-looking and array-like, as ndarray: not hashable
 
-    def __init__(self, trace: Trace, aval: ShapedArray, value=None):
+    def __init__(self, trace: Trace, aval: ShapedArray, value=None, mutable: bool | None = None):
         self._trace = trace
         self.aval = aval
         self._value = value
         self._var = Var(aval)
         self.weak_type = False
+        self._mutable = aval.ndim > 0 if mutable is None else mutable
+        self._first_write = None
+
+    def alias(self, mutable: bool | None = None) -> Tracer:
+        """A new handle on the same value: what NumPy's copies are, since a traced value
+        never changes; a write into either handle rebinds only that one."""
+        handle = Tracer(self._trace, self.aval, self._value, mutable)
+        handle._var, handle.weak_type = self._var, self.weak_type
+        return handle
+
+    def rebind(self, new: Tracer, source_info: str | None) -> None:
+        """Make this handle hold ``new``'s value: an in-place write, functionalized. Every
+        reference to this object sees the write, as with a NumPy array."""
+        self._var, self._value = new._var, new._value
+        if self._first_write is None:
+            self._first_write = source_info
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)

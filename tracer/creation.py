@@ -1,4 +1,4 @@
-"""Array creation: zeros, ones, full, *_like, arange, linspace, eye.
+"""Array creation: zeros, ones, full, *_like, arange, linspace, eye, array, copy.
 
 Filled arrays are a scalar broadcast (``broadcast_in_dim`` of a literal), so a large
 ``zeros`` costs nothing until fusion decides where it is read. Outside a trace these
@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from ..ir import dtypes
-from . import lax
+from . import lax, ranges
 from .core import Tracer
 from .promote import asarray, convert, dtype_of, operand, result_type, shape_of
 from .ufuncs import equal
@@ -68,6 +68,8 @@ empty_like = zeros_like
 
 
 def arange(start, stop=None, step=None, dtype=None):
+    if any(isinstance(bound, Tracer) for bound in (start, stop, step)):
+        return ranges.arange(start, stop, step, dtype)
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -81,10 +83,7 @@ def arange(start, stop=None, step=None, dtype=None):
     return reference.astype(dtype)
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None):
-    return np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype).astype(
-        _dtype(dtype, dtypes.result_type(np.linspace(start, stop, 2).dtype))
-    )
+linspace = ranges.linspace
 
 
 def eye(N, M=None, k=0, dtype=None):
@@ -101,4 +100,11 @@ def identity(n, dtype=None):
 
 def array(object, dtype=None, copy=True):
     x = asarray(object)
-    return lax.convert_element_type(x, dtype) if dtype is not None else x
+    x = lax.convert_element_type(x, dtype) if dtype is not None else x
+    # A copy is a new array: a write into it must not reach ``object``.
+    return x.alias(mutable=True) if x is object and isinstance(x, Tracer) else x
+
+
+def copy(a, order="K", subok=False):
+    x = asarray(a)
+    return x.alias(mutable=True) if isinstance(x, Tracer) else np.array(x, copy=True)

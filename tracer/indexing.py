@@ -120,8 +120,26 @@ def _expand_masks(shape, items):
     return out
 
 
+def known_index(idx):
+    """``idx`` with each tracer whose value is known while tracing (an array the function
+    created, a closure constant) replaced by that value, so it indexes as the NumPy array
+    it stands for: a boolean mask keeps a static shape, an int a static position."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if not any(isinstance(i, Tracer) and i._value is not None for i in items):
+        return idx
+    known = tuple(_known(i) for i in items)
+    return known if isinstance(idx, tuple) else known[0]
+
+
+def _known(i):
+    if not (isinstance(i, Tracer) and i._value is not None):
+        return i
+    value = np.asarray(i._value)
+    return int(value) if value.ndim == 0 and dtypes.is_integer(value.dtype) else value
+
+
 def getitem(x, idx):
-    return _index(*_normalize(asarray(x), idx))
+    return _index(*_normalize(asarray(x), known_index(idx)))
 
 
 def _index(x, items, split):

@@ -19,6 +19,7 @@ from ..ir.errors import GradientError, NumbaxTypeError, ShapeError, at_line
 from ..tracer import lax
 from ..tracer.closure import closure_convert
 from ..tracer.core import current_trace, replay
+from ..tracer.numpy_namespace import tracing_numpy
 from ..tracer.promote import argument_aval
 from ..tracer.pytree import tree_flatten, tree_unflatten
 from ..tracer.source_info import user_frame_info
@@ -174,11 +175,13 @@ def trace_with_respect_to(fun: Callable, args, kwargs, argnums, name: str) -> Tr
     for i in positions:
         _check_differentiable_argument(fun, args[i], i, name)
 
+    traced_fun = tracing_numpy(fun)  # its np.zeros(...) are traced arrays
+
     def restricted(*diff_args):
         full = list(args)
         for i, value in zip(positions, diff_args, strict=True):
             full[i] = value
-        return fun(*full, **kwargs)
+        return traced_fun(*full, **kwargs)
 
     restricted.needs_concrete_values = needs_concrete_values(fun)
     return trace_function(restricted, tuple(args[i] for i in positions), keep_values=True)

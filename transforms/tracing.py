@@ -17,6 +17,8 @@ import numpy as np
 
 from ..ir.core import ClosedJaxpr, Literal, ShapedArray, Var
 from ..tracer.core import Tracer, new_trace
+from ..tracer.functionalize import refuse_argument_writes
+from ..tracer.numpy_namespace import tracing_numpy
 from ..tracer.promote import argument_aval
 from ..tracer.pytree import PyTreeDef, tree_flatten, tree_unflatten
 
@@ -63,13 +65,16 @@ def trace_function(
     avals_weak = [argument_aval(leaf) for leaf in leaves]
     operands = [as_operand(leaf, a) for leaf, (a, _) in zip(leaves, avals_weak, strict=True)]
     out_tree_box = []
+    traced_fun = tracing_numpy(fun)
 
     def flat_fun(*tracers):
         for tracer, (_, weak) in zip(tracers, avals_weak, strict=True):
             tracer.weak_type = weak
+        entry_vars = [tracer._var for tracer in tracers]
         call_args, call_kwargs = tree_unflatten(in_tree, tracers)
-        out_leaves, out_tree = tree_flatten(fun(*call_args, **call_kwargs))
+        out_leaves, out_tree = tree_flatten(traced_fun(*call_args, **call_kwargs))
         out_tree_box.append(out_tree)
+        refuse_argument_writes(tracers, entry_vars, "a transform (grad, vjp, jvp, vmap)")
         return out_leaves
 
     values = [x._value if isinstance(x, Tracer) else x for x in operands]

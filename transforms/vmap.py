@@ -18,6 +18,8 @@ import numpy as np
 from ..ir.core import ClosedJaxpr, ShapedArray
 from ..ir.errors import BatchingError, at_line
 from ..tracer.core import Tracer, replay, trace_flat
+from ..tracer.functionalize import refuse_argument_writes
+from ..tracer.numpy_namespace import tracing_numpy
 from ..tracer.promote import argument_aval, is_python_scalar, is_weak
 from ..tracer.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
 from ..tracer.source_info import user_frame_info
@@ -100,13 +102,16 @@ def _place(x, dim, axis, size):
 
 def _trace_example(fun, in_tree, avals, weak) -> tuple[ClosedJaxpr, PyTreeDef]:
     out_tree = []
+    traced_fun = tracing_numpy(fun)  # its np.zeros(...) are traced arrays
 
     def flat(*tracers):
         for tracer, weak_type in zip(tracers, weak, strict=True):
             tracer.weak_type = weak_type
+        entry_vars = [tracer._var for tracer in tracers]
         args, kwargs = tree_unflatten(in_tree, tracers)
-        leaves, tree = tree_flatten(fun(*args, **kwargs))
+        leaves, tree = tree_flatten(traced_fun(*args, **kwargs))
         out_tree.append(tree)
+        refuse_argument_writes(tracers, entry_vars, "vmap")
         return leaves
 
     closed, _ = trace_flat(flat, avals)

@@ -1,0 +1,314 @@
+"""In-place NumPy under jit: writes into traced arrays are functionalized, arrays the
+function creates can be filled, and mutated arguments are written back.
+
+Every program runs twice on copies of the same inputs, with plain NumPy and jitted on
+each backend; the results and every argument array afterwards must agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax
+
+RNG = np.random.default_rng(0)
+
+
+def heat_1d(u, steps):
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + 0.25 * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return u.sum()
+
+
+def jacobi_2d(u):
+    for _ in range(3):
+        un = u.copy()
+        u[1:-1, 1:-1] = 0.25 * (un[2:, 1:-1] + un[:-2, 1:-1] + un[1:-1, 2:] + un[1:-1, :-2])
+    return u
+
+
+def lu_without_pivoting(A):
+    n = A.shape[0]
+    L = np.eye(n)
+    for k in range(n - 1):
+        for i in range(k + 1, n):
+            f = A[i, k] / A[k, k]
+            L[i, k] = f
+            A[i, :] -= A[k, :] * f
+    return L
+
+
+def particles(x, v, dt):
+    x += dt * v
+    v *= 0.5
+    return None
+
+
+def add_out(a, b, c):
+    np.add(a, b, out=c)
+    np.multiply(c, 2.0, out=c)
+
+
+def sum_out(x, s):
+    np.sum(x, axis=0, out=s)
+    return s * 1
+
+
+def scale_in_place(x):
+    x *= 3.0
+    x -= 1.0
+
+
+def filled_by_element(x):
+    n = x.shape[0]
+    R = np.zeros((n, n))
+    R[0, 0] = np.sqrt(x[0])
+    for i in range(1, n):
+        R[i, i - 1] = x[i] * x[i - 1]
+        R[i, i] = np.sqrt(x[i])
+    return R
+
+
+def filled_by_row(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] * (i + 1)
+    total = np.zeros(a.shape[1])
+    for i in range(a.shape[0]):
+        total += out[i]
+    return out, total
+
+
+def integer_array_writes(x):
+    x[[0, 2]] = x[[1, 3]] * 10
+    x[[0, 0]] += 1.0  # NumPy adds once: the repeated index reads and writes the same value
+    x[np.array([-1])] -= 5.0
+    return x
+
+
+def boolean_mask_writes(x):
+    x[x < 0] = 0.0  # a traced mask: a select
+    keep = np.zeros(x.shape, dtype=bool)  # a mask the function builds: concrete
+    keep[::2] = True
+    x[keep] *= 2.0
+    return x
+
+
+def basic_index_forms(x):
+    x[..., 0] = -1.0
+    x[::-1, 1] += np.arange(x.shape[0])
+    x[None, 1] = 7.0
+    x[:, ::2] *= 2
+    x[-1] = x[0]
+    return x
+
+
+def aliases_see_writes(x):
+    y = x
+    x += 1.0
+    z = x.copy()
+    z += 100.0  # a copy is a new array: x does not change
+    return y * 2, z
+
+
+def integer_dtype_updates(k):
+    k += 3
+    k //= 2
+    k <<= 1
+    k[1] = 2.9  # item assignment casts unsafely, as NumPy does
+    return k
+
+
+def scalars_are_immutable(x):
+    s = x.sum()
+    t = s
+    s += 1.0  # a NumPy scalar: rebinds s, t keeps its value
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i]
+    return s, t, total
+
+
+def zero_dimensional_argument(c, x):
+    c += x.sum()
+
+
+CASES = {
+    "heat_1d": (heat_1d, lambda: [RNG.standard_normal(12), 4], [1]),
+    "jacobi_2d": (jacobi_2d, lambda: [RNG.standard_normal((6, 5))], []),
+    "lu_without_pivoting": (
+        lu_without_pivoting,
+        lambda: [RNG.standard_normal((4, 4)) + 4 * np.eye(4)],
+        [],
+    ),
+    "particles": (particles, lambda: [RNG.standard_normal(5), RNG.standard_normal(5), 0.1], [2]),
+    "add_out": (add_out, lambda: [RNG.standard_normal(4), RNG.standard_normal(4), np.zeros(4)], []),
+    "sum_out": (sum_out, lambda: [RNG.standard_normal((3, 4)), np.zeros(4)], []),
+    "scale_in_place": (scale_in_place, lambda: [RNG.standard_normal((2, 3))], []),
+    "filled_by_element": (filled_by_element, lambda: [RNG.uniform(1, 2, 4)], []),
+    "filled_by_row": (filled_by_row, lambda: [RNG.standard_normal((3, 4))], []),
+    "integer_array_writes": (integer_array_writes, lambda: [RNG.standard_normal(5)], []),
+    "boolean_mask_writes": (boolean_mask_writes, lambda: [RNG.standard_normal(6)], []),
+    "basic_index_forms": (basic_index_forms, lambda: [RNG.standard_normal((4, 3))], []),
+    "aliases_see_writes": (aliases_see_writes, lambda: [RNG.standard_normal(3)], []),
+    "integer_dtype_updates": (integer_dtype_updates, lambda: [np.arange(5) * 7 - 9], []),
+    "scalars_are_immutable": (scalars_are_immutable, lambda: [RNG.standard_normal(4)], []),
+    "zero_dimensional_argument": (
+        zero_dimensional_argument,
+        lambda: [np.array(1.5), RNG.standard_normal(3)],
+        [],
+    ),
+}
+
+
+def _copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _assert_same(got, want):
+    got_leaves, want_leaves = numbax.tree_leaves(got), numbax.tree_leaves(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_jit_matches_numpy_results_and_arguments(name, backend):
+    fn, make_args, static = CASES[name]
+    args = make_args()
+    expected_args = _copies(args)
+    expected = fn(*expected_args)
+    got_args = _copies(args)
+    got = numbax.jit(fn, static_argnums=static, backend=backend.name)(*got_args)
+    _assert_same(backend.to_host(got), expected)
+    for got_arg, want_arg in zip(got_args, expected_args, strict=True):
+        if isinstance(want_arg, np.ndarray):
+            np.testing.assert_allclose(got_arg, want_arg, rtol=1e-12, atol=1e-12)
+
+
+def test_a_second_call_writes_back_again():
+    fn = numbax.jit(scale_in_place, backend="interpret")
+    x = np.ones(3)
+    fn(x)
+    fn(x)
+    np.testing.assert_array_equal(x, np.full(3, 5.0))
+
+
+def test_jit_inside_jit_writes_into_the_callers_array():
+    inner = numbax.jit(scale_in_place)
+
+    @numbax.jit
+    def outer(x):
+        inner(x)
+        return x + 0
+
+    x = np.ones(3)
+    np.testing.assert_array_equal(outer(x), np.full(3, 2.0))
+    np.testing.assert_array_equal(x, np.full(3, 2.0))
+
+
+def test_created_arrays_fold_to_constants_and_keep_their_values():
+    @numbax.jit
+    def fn(x):
+        w = np.zeros(3)
+        w[1] = 2.0
+        if w[1] > 1:  # a created array's value is known while tracing
+            w[2] = len(np.arange(4))
+        return x * w
+
+    np.testing.assert_array_equal(fn(np.ones(3)), [0.0, 2.0, 4.0])
+    text = numbax.jit(fn.fun).lower(np.ones(3)).as_text()
+    assert "dynamic_update_slice" not in text  # folded: nothing traced was written
+
+
+def test_same_kind_casting_is_refused_as_numpy_refuses_it():
+    def fn(k):
+        k += 1.5  # the mistake
+
+    with pytest.raises(TypeError, match="same_kind"):
+        fn(np.arange(3))
+    with pytest.raises(numbax.InPlaceUpdateError, match=r"same_kind(.|\n)*test_inplace.py:"):
+        numbax.jit(fn)(np.arange(3))
+
+
+def test_in_place_op_cannot_grow_its_array():
+    def fn(x):
+        x += np.ones((2, 3))  # the mistake
+
+    with pytest.raises(ValueError, match="non-broadcastable output"):
+        numbax.jit(fn)(np.ones(3))
+
+
+def test_assigning_a_value_of_the_wrong_shape():
+    def fn(x):
+        x[0:2] = np.ones(3)  # the mistake
+
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(3,\)"):
+        numbax.jit(fn)(np.ones(4))
+
+
+def test_a_read_only_argument_gets_numpys_error():
+    x = np.ones(3)
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        numbax.jit(scale_in_place)(x)
+
+
+def test_writing_an_argument_under_grad_names_the_line():
+    def fn(x):
+        x *= 2.0  # the mistake: grad does not write arguments back
+        return x.sum()
+
+    with pytest.raises(numbax.InPlaceUpdateError, match=r"argument 0(.|\n)*test_inplace.py:"):
+        numbax.grad(fn)(np.ones(3))
+
+
+def test_writing_a_loop_body_capture_names_the_fix():
+    @numbax.jit
+    def fn(x):
+        def body(i, carry):
+            x[i] = carry  # the mistake: x belongs to the enclosing trace
+            return carry
+
+        return numbax.fori_loop(0, 2, body, 1.0)
+
+    with pytest.raises(numbax.InPlaceUpdateError, match="argument"):
+        fn(np.zeros(3))
+
+
+def local_updates(x):
+    """Internal writes into arrays the function creates or copies."""
+    y = x.copy()
+    y[1:] *= x[:-1]
+    R = np.zeros((3, 3))
+    R[0] = y
+    R[1, :] = np.sin(x)
+    R[2, 1:] += x[0] * x[1:]
+    y += R.sum(axis=0)
+    return (y * y).sum()
+
+
+def _central_differences(fn, x, step=1e-6):
+    grad = np.zeros_like(x)
+    for i in range(x.size):
+        up, down = x.copy(), x.copy()
+        up[i] += step
+        down[i] -= step
+        grad[i] = (fn(up) - fn(down)) / (2 * step)
+    return grad
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_grad_through_internal_in_place_updates(mode, backend):
+    x = RNG.standard_normal(3)
+    fn = local_updates if mode == "eager" else numbax.jit(local_updates, backend=backend.name)
+    got = numbax.grad(fn)(x)
+    np.testing.assert_allclose(got, _central_differences(local_updates, x), rtol=1e-6)
+
+
+def test_vmap_through_internal_in_place_updates():
+    xs = RNG.standard_normal((4, 3))
+    got = numbax.vmap(local_updates)(xs)
+    np.testing.assert_allclose(got, [local_updates(x.copy()) for x in xs], rtol=1e-12)

@@ -1,0 +1,152 @@
+"""Arrays a traced function creates with NumPy are traced arrays it can write into.
+
+Inside a traced function ``R = np.zeros((n, n))`` would be a concrete NumPy array, and
+``R[0, 0] = np.sqrt(x[0])`` would ask NumPy to convert a tracer, which cannot work: NumPy's
+``ndarray.__setitem__`` gives the tracer no say. So numbax traces the function against a
+view of its globals in which the ``numpy`` module (under whatever name) is a thin proxy
+whose creation functions (``zeros``, ``ones``, ``empty``, ``full``, their ``_like``
+forms, ``arange``, ``eye``, ``identity``, ``linspace``, ``copy``, ``array``) return
+traced arrays; every other attribute is NumPy's own. The traced arrays carry their
+value, so Python code may still branch on them and index with them, and they fold to
+constants when nothing traced is written into them.
+
+Nothing global changes (other threads and other code see NumPy as it is). The view is
+live: the module's other globals are read from the module at each lookup. It extends to
+the plain functions of the same module that the function calls (helpers), as they are
+looked up; a helper from another module sees plain NumPy unless it is itself jitted, and
+so does code that imports NumPy inside a function body. A global assigned by the traced
+code (``global counter``) is seen by that code but not written to its module.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+from . import creation
+from .core import Tracer, current_trace
+
+# Creation functions whose result is one value everywhere: a broadcast scalar in the
+# jaxpr (free under fusion) instead of a constant array. ``empty`` is zeros, as NumPy
+# gives no promise about its contents.
+_FILLED = {"zeros": 0, "zeros_like": 0, "empty": 0, "empty_like": 0, "ones": 1, "ones_like": 1}
+_FILLED_BY_ARGUMENT = {"full": 1, "full_like": 1}  # the position of the fill value
+_CREATION = (
+    *_FILLED,
+    *_FILLED_BY_ARGUMENT,
+    "arange",
+    "eye",
+    "identity",
+    "linspace",
+    "copy",
+    "array",
+)
+
+
+def _has_tracer(args, kwargs) -> bool:
+    values = [*args, *kwargs.values()]
+    return any(
+        isinstance(v, Tracer)
+        or (isinstance(v, (list, tuple)) and any(isinstance(e, Tracer) for e in v))
+        for v in values
+    )
+
+
+def _creating(name: str):
+    numpy_fn = getattr(np, name)
+
+    @functools.wraps(numpy_fn)
+    def create(*args, **kwargs):
+        trace = current_trace()
+        if trace is None:
+            return numpy_fn(*args, **kwargs)
+        if _has_tracer(args, kwargs):
+            kwargs.pop("order", None)  # a traced array has no memory layout
+            result = getattr(creation, name)(*args, **kwargs)
+            if isinstance(result, tuple):  # linspace(..., retstep=True): (samples, step)
+                return (_new_handle(trace, result[0]), *result[1:])
+            return _new_handle(trace, result)
+        array = numpy_fn(*args, **kwargs)
+        if not isinstance(array, np.ndarray) or array.dtype.kind not in "biufc":
+            return array
+        if name in _FILLED:
+            return _new_handle(trace, creation.full(array.shape, _FILLED[name], array.dtype))
+        if name in _FILLED_BY_ARGUMENT and array.size and array.ndim:
+            return _new_handle(trace, creation.full(array.shape, array.flat[0], array.dtype))
+        return _new_handle(trace, array)
+
+    return create
+
+
+def _new_handle(trace, value) -> Tracer:
+    """A handle on a new array: the program may write into it."""
+    if not isinstance(value, Tracer):
+        value = trace.lift(creation.array(value))
+    return value.alias(mutable=True)
+
+
+class _TracingNumPy(types.ModuleType):
+    """``numpy`` as a traced function sees it: the creation functions return traced
+    arrays, everything else is NumPy's."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+NUMPY = _TracingNumPy("numpy", np.__doc__)
+for _name in _CREATION:
+    setattr(NUMPY, _name, _creating(_name))
+# A creation function imported by name (``from numpy import zeros``) is replaced too.
+_REPLACED = {id(np): NUMPY} | {id(getattr(np, name)): getattr(NUMPY, name) for name in _CREATION}
+
+
+class _TracedGlobals(dict):
+    """A module's globals as a traced function sees them (see the module docstring).
+    CPython reads the globals of a function through ``__getitem__`` when they are not
+    exactly a dict, and stores a ``global`` assignment in this dict itself."""
+
+    def __init__(self, module_globals: dict):
+        super().__init__()
+        self.module_globals = module_globals
+        self._helpers: dict[int, types.FunctionType] = {}
+
+    def __getitem__(self, name):
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        value = self.module_globals[name]
+        replaced = _REPLACED.get(id(value))
+        if replaced is not None:
+            return replaced
+        if isinstance(value, types.FunctionType) and value.__globals__ is self.module_globals:
+            helper = self._helpers.get(id(value))
+            if helper is None:
+                helper = self._helpers[id(value)] = _rebound(value, self)
+            return helper
+        return value
+
+
+def _rebound(fun: types.FunctionType, globals_: _TracedGlobals) -> types.FunctionType:
+    rebound = types.FunctionType(
+        fun.__code__, globals_, fun.__name__, fun.__defaults__, fun.__closure__
+    )
+    rebound.__kwdefaults__ = fun.__kwdefaults__
+    return functools.update_wrapper(rebound, fun)
+
+
+def tracing_numpy(fun):
+    """``fun`` seeing the tracing ``numpy`` (see the module docstring). A callable that
+    is not a plain Python function, or is numbax's own, is returned as it is."""
+    if not isinstance(fun, types.FunctionType) or _is_numbax(fun):
+        return fun
+    return _rebound(fun, _TracedGlobals(fun.__globals__))
+
+
+def _is_numbax(fun: types.FunctionType) -> bool:
+    """numbax's own wrappers (a transform's restricted function) use NumPy as NumPy."""
+    module = fun.__globals__.get("__name__") or ""
+    return module == _PACKAGE or module.startswith(_PACKAGE + ".")
+
+
+_PACKAGE = __name__.split(".")[0]
