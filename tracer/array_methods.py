@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.errors import (
-    InPlaceUpdateError,
     TracerArrayConversionError,
     UnsupportedAttributeError,
     UnsupportedFunctionError,
     at_line,
 )
+from . import functionalize
 from . import numpy_api as xnp
 from .core import Tracer
 from .indexing import IndexUpdateHelper, getitem
@@ -32,43 +32,52 @@ def _array(self, dtype=None, copy=None):
             f"array ({self.aval.str_short()}). A traced value has no concrete data while the "
             "function is being compiled. Keep the computation in numpy functions that numbax "
             "traces (they accept traced arrays), or move the conversion outside the jitted "
-            "function.",
+            "function. If this is an assignment into a NumPy array (a[i] = traced), that "
+            "array comes from outside the traced function (a global, a closure, a helper "
+            "in another module) and cannot hold traced values: create it inside the "
+            "function (np.zeros(...)) or pass it in as an argument.",
             user_frame_info(),
         )
     )
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    if kwargs.get("out") is not None:
-        raise InPlaceUpdateError(
-            at_line(
-                f"numpy.{ufunc.__name__}(..., out=...) writes in place, which traced "
-                "arrays do not support; use the returned value instead",
-                user_frame_info(),
-            )
-        )
-    kwargs.pop("out", None)
+    out = kwargs.pop("out", None)
+    # A ufunc call casts into ``out=`` by ``same_kind``, a reduction unsafely (NumPy's rules).
+    casting = kwargs.pop("casting", "same_kind" if method == "__call__" else "unsafe")
     if method == "__call__" and ufunc in xnp.HANDLED_UFUNCS and not kwargs:
-        return xnp.HANDLED_UFUNCS[ufunc](*inputs)
-    if method == "reduce" and ufunc in xnp.UFUNC_REDUCTIONS:
-        return xnp.UFUNC_REDUCTIONS[ufunc](*inputs, **kwargs)
+        result = xnp.HANDLED_UFUNCS[ufunc](*inputs)
+    elif method != "__call__" and ufunc in xnp.NUMBAX_UFUNCS:
+        result = getattr(xnp.NUMBAX_UFUNCS[ufunc], method)(*inputs, **kwargs)
+        if method == "at":
+            return None  # it wrote into its first operand, as NumPy's does
+    else:
+        result = None
+    if result is not None:
+        if out is None:
+            return _fresh(result, inputs)
+        return functionalize.write_out(out, result, ufunc.__name__, casting)
+    kwargs.update({"out": out} if out is not None else {})
     what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     extra = f" with arguments {sorted(kwargs)}" if kwargs else ""
-    raise UnsupportedFunctionError(
-        at_line(f"{what}{extra} is not supported on traced arrays by numbax", user_frame_info())
-    )
+    raise UnsupportedFunctionError(at_line(_unsupported_numpy(what + extra), user_frame_info()))
 
 
 def _array_function(self, func, types, args, kwargs):
     if func in xnp.HANDLED_FUNCTIONS:
-        return xnp.HANDLED_FUNCTIONS[func](*args, **kwargs)
+        return _call_with_out(xnp.HANDLED_FUNCTIONS[func], func.__name__, args, kwargs)
     module = getattr(func, "__module__", None) or "numpy"  # numpy.linalg, numpy.fft, ...
     raise UnsupportedFunctionError(
-        at_line(
-            f"{module}.{func.__name__} is not supported on traced arrays by numbax; see "
-            "numbax.numpy for the functions it traces",
-            user_frame_info(),
-        )
+        at_line(_unsupported_numpy(f"{module}.{func.__name__}"), user_frame_info())
+    )
+
+
+def _unsupported_numpy(what: str) -> str:
+    # The table is generated from HANDLED_FUNCTIONS / HANDLED_UFUNCS, so it cannot disagree.
+    return (
+        f"{what} is not supported on traced arrays by numbax. Write it with functions numbax "
+        "traces (docs/numpy_support.md lists every NumPy function and whether numbax traces "
+        "it; numbax.numpy has those it does), or call it outside the traced function."
     )
 
 
@@ -85,14 +94,45 @@ def _getattr(self, name):
     )
 
 
-def _setitem(self, index, value):
-    raise InPlaceUpdateError(
-        at_line(
-            "traced arrays are immutable: `x[idx] = v` cannot be traced. Use the functional "
-            "form `x = x.at[idx].set(v)` (also .add, .multiply, .min, .max).",
-            user_frame_info(),
-        )
-    )
+def _call_with_out(fn, name, args, kwargs):
+    """``fn(*args, **kwargs)``; a reduction's ``out=`` is written with unsafe casting."""
+    out = kwargs.pop("out", None)
+    result = fn(*args, **kwargs)
+    if out is None:
+        return _fresh(result, args)
+    return functionalize.write_out(out, result, name, "unsafe")
+
+
+def _fresh(result, inputs):
+    """NumPy's functions return new arrays: a result that is one of the input handles
+    (``floor`` of an int array, ``astype`` to the same dtype) becomes a new handle, so a
+    later write into it does not write into the input."""
+    if isinstance(result, (tuple, list)):
+        fresh = [_fresh(r, inputs) for r in result]
+        # A named tuple (numpy.linalg's results) takes its fields one by one.
+        return type(result)(*fresh) if hasattr(result, "_fields") else type(result)(fresh)
+    if isinstance(result, Tracer) and any(result is x for x in _handles(inputs)):
+        return result.alias()
+    return result
+
+
+def _handles(inputs):
+    for x in inputs:
+        if isinstance(x, (tuple, list)):
+            yield from _handles(x)
+        else:
+            yield x
+
+
+def _returning_fresh(fn):
+    return lambda self, *args, **kwargs: _fresh(fn(self, *args, **kwargs), (self, *args))
+
+
+def _method_with_out(fn, name):
+    def method(self, *args, **kwargs):
+        return _call_with_out(fn, name, (self, *args), kwargs)
+
+    return method
 
 
 def _len(self):
@@ -112,7 +152,7 @@ def _astype(self, dtype, copy=True):
 
 
 def _reshape(self, *shape, order="C"):
-    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) and np.ndim(shape[0]):
         shape = shape[0]
     return xnp.reshape(self, shape, order)
 
@@ -128,7 +168,7 @@ _METHODS = {
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
     "__getattr__": _getattr,
-    "__setitem__": _setitem,
+    "__setitem__": functionalize.setitem,
     "__getitem__": getitem,
     "__len__": _len,
     "__iter__": _iter,
@@ -185,16 +225,48 @@ _METHODS = {
     "argmax": xnp.argmax,
     "argmin": xnp.argmin,
     "cumsum": xnp.cumsum,
+    "cumprod": xnp.cumprod,
+    "any": xnp.any,
+    "all": xnp.all,
     "clip": xnp.clip,
     "dot": xnp.dot,
     "take": xnp.take,
     "round": xnp.round,
-    "copy": lambda self: self,
+    "copy": lambda self, order="K": self.alias(mutable=True),
+}
+
+# The ndarray methods that take ``out=`` (a reduction's result written into an array).
+_REDUCTION_METHODS = (
+    "sum", "prod", "mean", "var", "std", "max", "min", "cumsum", "cumprod", "any", "all", "clip",
+)  # fmt: skip
+
+# ``x op= v``: the operator's symbol, and the ufunc that computes it.
+_INPLACE_OPERATORS = {
+    "add": ("+", xnp.add),
+    "sub": ("-", xnp.subtract),
+    "mul": ("*", xnp.multiply),
+    "truediv": ("/", xnp.true_divide),
+    "floordiv": ("//", xnp.floor_divide),
+    "mod": ("%", xnp.remainder),
+    "pow": ("**", xnp.power),
+    "matmul": ("@", xnp.matmul),
+    "and": ("&", xnp.bitwise_and),
+    "or": ("|", xnp.bitwise_or),
+    "xor": ("^", xnp.bitwise_xor),
+    "lshift": ("<<", xnp.left_shift),
+    "rshift": (">>", xnp.right_shift),
 }
 
 
 def install() -> None:
+    protocols = ("__array__", "__array_ufunc__", "__array_function__", "__getattr__")
     for name, fn in _METHODS.items():
+        if name in _REDUCTION_METHODS:
+            fn = _method_with_out(fn, name)
+        elif name not in protocols and name not in ("__setitem__", "copy"):
+            fn = _returning_fresh(fn)
         setattr(Tracer, name, fn)
+    for name, (symbol, ufunc) in _INPLACE_OPERATORS.items():
+        setattr(Tracer, f"__i{name}__", functionalize.inplace_operator(ufunc, symbol))
     Tracer.T = property(lambda self: xnp.transpose(self))
     Tracer.at = property(IndexUpdateHelper)

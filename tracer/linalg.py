@@ -1,13 +1,14 @@
-"""Contractions: matmul, dot, tensordot, einsum, outer, all lowered to dot_general."""
+"""Contractions: matmul, dot, tensordot, outer, all lowered to dot_general; einsum is in
+``einsum``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir.errors import ShapeError, UnsupportedFunctionError, at_line
+from ..ir.errors import ShapeError, at_line
 from . import lax, ufuncs
+from .einsum import einsum  # noqa: F401 - numpy_api imports it from here
 from .promote import asarray, broadcast_shapes, convert, operand, result_type
-from .reductions import sum as _sum
 from .shapes import ravel
 from .source_info import user_frame_info
 
@@ -100,76 +101,3 @@ def tensordot(a, b, axes=2):
     ):
         raise _mismatch("tensordot", a, b, f"axes {a_axes} and {b_axes} differ in size")
     return lax.dot_general(a, b, ((a_axes, b_axes), ((), ())))
-
-
-def einsum(subscripts, *operands, optimize=None):
-    """Pairwise contraction left to right, each pair one dot_general."""
-    if not isinstance(subscripts, str):
-        raise UnsupportedFunctionError(
-            at_line("einsum: only the string form is supported", user_frame_info())
-        )
-    spec = subscripts.replace(" ", "")
-    if "..." in spec:
-        raise UnsupportedFunctionError(
-            at_line("einsum: '...' is not supported yet; write the axes out", user_frame_info())
-        )
-    if "->" in spec:
-        inputs, output = spec.split("->")
-    else:
-        inputs = spec
-        letters = inputs.replace(",", "")
-        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    terms = inputs.split(",")
-    if len(terms) != len(operands):
-        raise ShapeError(
-            at_line(f"einsum: {len(terms)} terms but {len(operands)} operands", user_frame_info())
-        )
-    dtype = result_type(*[operand(x) for x in operands])
-    arrays = [asarray(convert(operand(x), dtype)) for x in operands]
-    for term, x in zip(terms, arrays, strict=False):
-        if len(term) != x.ndim:
-            raise ShapeError(
-                at_line(
-                    f"einsum: term {term!r} has {len(term)} indices but the "
-                    f"operand has shape {x.shape}",
-                    user_frame_info(),
-                )
-            )
-        if len(set(term)) != len(term):
-            raise UnsupportedFunctionError(
-                at_line(
-                    f"einsum: repeated index in {term!r} (diagonals) is not supported",
-                    user_frame_info(),
-                )
-            )
-    current, term = arrays[0], terms[0]
-    for k in range(1, len(arrays)):
-        later = "".join(terms[k + 1 :]) + output
-        current, term = _contract_pair(current, term, arrays[k], terms[k], later)
-    current, term = _sum_unused(current, term, output)
-    return lax.transpose(current, [term.index(c) for c in output])
-
-
-def _sum_unused(x, term, keep):
-    axes = tuple(i for i, c in enumerate(term) if c not in keep)
-    if not axes:
-        return x, term
-    return _sum(x, axis=axes), "".join(c for c in term if c in keep)
-
-
-def _contract_pair(a, ta, b, tb, later):
-    a, ta = _sum_unused(a, ta, tb + later)
-    b, tb = _sum_unused(b, tb, ta + later)
-    batch = [c for c in ta if c in tb and c in later]
-    contract = [c for c in ta if c in tb and c not in later]
-    for c in batch + contract:
-        if a.shape[ta.index(c)] != b.shape[tb.index(c)]:
-            raise _mismatch("einsum", a, b, f"index {c!r} has different sizes")
-    numbers = (
-        (tuple(ta.index(c) for c in contract), tuple(tb.index(c) for c in contract)),
-        (tuple(ta.index(c) for c in batch), tuple(tb.index(c) for c in batch)),
-    )
-    out = lax.dot_general(a, b, numbers)
-    free_a = [c for c in ta if c not in batch + contract]
-    free_b = [c for c in tb if c not in batch + contract]
-    return out, "".join(batch + free_a + free_b)
