@@ -1064,6 +1064,8 @@ def bitwise_with_float_math(x):
 
 # NumPy coverage, one module per family, each registering its cases into CASES.
 import corpus_construction  # noqa: E402, F401
+import corpus_linalg  # noqa: E402, F401
+import corpus_methods  # noqa: E402, F401
 import corpus_sorting  # noqa: E402, F401
 import corpus_statistics  # noqa: E402, F401
 import corpus_ufuncs  # noqa: E402, F401

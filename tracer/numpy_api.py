@@ -176,3 +176,29 @@ for _family in (numpy_construction, numpy_statistics, numpy_ufuncs, sorting):
     for _name, _implementation in _family.UFUNCS.items():
         globals()[_name] = _implementation
         HANDLED_UFUNCS[getattr(np, _name)] = _implementation
+
+# numbax.numpy's ufuncs are objects with NumPy's ufunc methods (numbax.numpy.add.outer),
+# wrapped after the families above have added theirs; __array_ufunc__ finds the methods
+# of numpy.add.outer(tracer, ...) here.
+from .ufunc_methods import wrap_ufuncs  # noqa: E402
+
+NUMBAX_UFUNCS = wrap_ufuncs(HANDLED_UFUNCS, globals())
+
+from .einsum import einsum_path  # noqa: E402
+
+HANDLED_FUNCTIONS[np.einsum_path] = einsum_path
+
+from . import ranges  # noqa: E402
+
+for _name, _implementation in ranges.FUNCTIONS.items():
+    globals()[_name] = _implementation
+    HANDLED_FUNCTIONS[getattr(np, _name)] = _implementation
+
+# numpy.linalg is a namespace of its own: NumPy dispatches np.linalg.solve, not np.solve.
+import types as _types  # noqa: E402
+
+from . import numpy_linalg  # noqa: E402
+
+linalg = _types.SimpleNamespace(**numpy_linalg.FUNCTIONS)
+for _name, _implementation in numpy_linalg.FUNCTIONS.items():
+    HANDLED_FUNCTIONS[getattr(np.linalg, _name)] = _implementation

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     custom_vjp,
     jacobians,
     jvp,
+    linalg_rules,
     vjp,
     vjp_rules,
 )
