@@ -7,8 +7,27 @@ array([0., 0.])
 
 import sys as _sys
 
-from . import ir, lax, tracer
-from .api import jit, make_jaxpr
+from . import debug, ir, lax, optim, tracer
+from .api import (
+    checkpoint,
+    cond,
+    fori_loop,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jit,
+    jvp,
+    make_jaxpr,
+    remat,
+    scan,
+    switch,
+    value_and_grad,
+    vjp,
+    vmap,
+    while_loop,
+)
+from .export import Exported, deserialize, export, load
 from .ir import ClosedJaxpr, Jaxpr, ShapedArray, typecheck
 from .ir.errors import (
     AxisError,
@@ -18,8 +37,11 @@ from .ir.errors import (
     GradientError,
     InPlaceUpdateError,
     LeakedTracerError,
+    MissingDependencyError,
     NumbaxError,
     NumbaxTypeError,
+    NumbaxWarning,
+    RetraceWarning,
     ScalarOverflowError,
     SerializationError,
     ShapeError,
@@ -30,10 +52,11 @@ from .ir.errors import (
     UnsupportedFunctionError,
     UnsupportedOnBackendError,
 )
-from .tracer import nn
+from .tracer import nn, random
 from .tracer import numpy_api as numpy
-from .tracer.control_flow import cond, fori_loop, scan, switch, while_loop
+from .tracer.callbacks import ShapeDtypeStruct, pure_callback
 from .tracer.lax import stop_gradient
+from .tracer.numpy_linalg import scipy_modules as _scipy_modules
 from .tracer.pytree import (
     register_pytree_node,
     tree_flatten,
@@ -42,16 +65,16 @@ from .tracer.pytree import (
     tree_structure,
     tree_unflatten,
 )
-from .transforms.autodiff import grad, jvp, value_and_grad, vjp
-from .transforms.checkpoint import checkpoint, remat
 from .transforms.custom_vjp import custom_vjp
-from .transforms.jacobians import hessian, jacfwd, jacrev
-from .transforms.vmap import vmap
 
 # ``numbax.numpy`` cannot be a file or folder at the package root: the root is also the
 # repository root, where it would shadow the real NumPy for scripts run from there.
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".nn"] = nn
+_sys.modules[__name__ + ".random"] = random
+scipy, _scipy_linalg = _scipy_modules(__name__)  # numbax.scipy.linalg: SciPy's, traced
+_sys.modules[scipy.__name__] = scipy
+_sys.modules[_scipy_linalg.__name__] = _scipy_linalg
 
 __version__ = "0.1.0"
 
@@ -61,13 +84,18 @@ __all__ = [
     "ClosedJaxpr",
     "ConcretizationError",
     "ControlFlowError",
+    "Exported",
     "GradientError",
     "InPlaceUpdateError",
     "Jaxpr",
     "LeakedTracerError",
+    "MissingDependencyError",
     "NumbaxError",
     "NumbaxTypeError",
+    "NumbaxWarning",
+    "RetraceWarning",
     "ScalarOverflowError",
+    "ShapeDtypeStruct",
     "SerializationError",
     "ShapeError",
     "ShapedArray",
@@ -80,6 +108,9 @@ __all__ = [
     "checkpoint",
     "cond",
     "custom_vjp",
+    "debug",
+    "deserialize",
+    "export",
     "fori_loop",
     "grad",
     "hessian",
@@ -89,9 +120,13 @@ __all__ = [
     "jit",
     "jvp",
     "lax",
+    "load",
     "make_jaxpr",
     "nn",
     "numpy",
+    "random",
+    "optim",
+    "pure_callback",
     "register_pytree_node",
     "remat",
     "scan",

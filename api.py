@@ -6,28 +6,42 @@ This is the layer that wires tracer, transforms, passes and backends together.
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
-import logging
 import math
+import os
 import threading
+import time
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import backends, passes
+from . import backends, compile_log, graph, passes, traceback_util
 from .backends.compile_cache import KeyedLock
+from .backends.source import identifier
 from .config import config
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
-from .ir.errors import StaticArgumentError, at_line
+from .ir.errors import NumbaxError, StaticArgumentError, UnsupportedOnBackendError, at_line
+from .ir.graph import jaxpr_to_dot
 from .ir.higher_order import jit_call_p, set_impl
-from .tracer import Tracer, bind, tree_flatten, tree_structure, tree_unflatten
+from .tracer import (
+    Tracer,
+    bind,
+    control_flow,
+    functionalize,
+    tree_flatten,
+    tree_structure,
+    tree_unflatten,
+)
 from .tracer.closure import closure_convert
 from .tracer.core import current_trace, trace_flat
+from .tracer.numpy_namespace import tracing_numpy
 from .tracer.promote import argument_aval, is_device_array
 from .tracer.source_info import user_frame_info
-
-logger = logging.getLogger("numbax")
+from .transforms import autodiff, jacobians
+from .transforms import checkpoint as rematerialise
+from .transforms import vmap as batched
 
 CacheInfo = namedtuple("CacheInfo", ["traces", "hits", "misses", "size"])
 
@@ -50,10 +64,19 @@ def _to_array(leaf, aval: ShapedArray, keep_device: bool = False):
     return np.asarray(leaf, dtype=aval.dtype)
 
 
-def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict | None = None, concrete=False):
+def trace_to_jaxpr(
+    fun: Callable,
+    args: Sequence,
+    kwargs: dict | None = None,
+    concrete=False,
+    writes: list | None = None,
+):
     """Trace ``fun(*args, **kwargs)`` over its pytree leaves.
 
-    Returns ``(closed_jaxpr, in_tree, out_tree, weak_types)``.
+    Returns ``(closed_jaxpr, in_tree, out_tree, weak_types)``. With a ``writes`` list,
+    the arguments ``fun`` writes into (their leaf positions, appended to ``writes``) get
+    their final values as extra outputs after those of ``out_tree``; without one, such
+    a write is an error naming its line.
     """
     kwargs = kwargs or {}
     leaves, in_tree = tree_flatten((tuple(args), kwargs))
@@ -64,11 +87,16 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict | None = None, co
     def flat_fun(*tracers):
         for tracer, (_, weak) in zip(tracers, avals_weak, strict=False):
             tracer.weak_type = weak
+        entry_vars = [tracer._var for tracer in tracers]
         call_args, call_kwargs = tree_unflatten(in_tree, tracers)
         out = fun(*call_args, **call_kwargs)
         out_leaves, out_tree = tree_flatten(out)
         out_tree_box.append(out_tree)
-        return out_leaves
+        if writes is None:
+            functionalize.refuse_argument_writes(tracers, entry_vars, "this trace")
+            return out_leaves
+        writes.extend(functionalize.written_arguments(tracers, entry_vars))
+        return out_leaves + [tracers[i] for i in writes]
 
     values = (
         [_to_array(leaf, a) for leaf, a in zip(leaves, avals, strict=False)] if concrete else None
@@ -85,7 +113,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()):
     { lambda ; a:f64[] b:f64[]. let c:f64[] = add a b; d:f64[] = mul c b in (d,) }
     """
     static = _as_tuple(static_argnums)
+    traced_fun = tracing_numpy(fun)
 
+    @traceback_util.api_boundary
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
         dynamic = [a for i, a in enumerate(args) if i not in static]
@@ -93,9 +123,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = ()):
         def call(*dyn, **kw):
             it = iter(dyn)
             full = [args[i] if i in static else next(it) for i in range(len(args))]
-            return fun(*full, **kw)
+            return traced_fun(*full, **kw)
 
-        closed, _, _, _ = trace_to_jaxpr(call, dynamic, kwargs)
+        closed, _, _, _ = trace_to_jaxpr(call, dynamic, kwargs, writes=[])
         return closed
 
     return wrapper
@@ -165,10 +195,23 @@ class _CacheEntry:
     compiled as part of that transform's program instead. The first thread to call it
     compiles it; the others wait for that executable."""
 
-    __slots__ = ("closed", "out_tree", "backend_name", "_executable", "_compiling")
+    __slots__ = (
+        "closed",
+        "out_tree",
+        "backend_name",
+        "traced",
+        "writes",
+        "_executable",
+        "_compiling",
+    )
 
-    def __init__(self, closed: ClosedJaxpr, out_tree, backend_name: str):
+    def __init__(
+        self, closed: ClosedJaxpr, out_tree, backend_name: str, traced: str | None, writes=()
+    ):
         self.closed, self.out_tree, self.backend_name = closed, out_tree, backend_name
+        # The argument leaves the function writes into: outputs after out_tree's.
+        self.writes = tuple(writes)
+        self.traced = traced  # what the compile log says of the trace, until it says it
         self._executable = None
         self._compiling = threading.Lock()
 
@@ -176,8 +219,19 @@ class _CacheEntry:
         if self._executable is None:
             with self._compiling:
                 if self._executable is None:
-                    self._executable = _compile_closed(self.closed, self.backend_name, name)
+                    why, self.traced = self.traced or "(traced earlier)", None
+                    self._executable = _compile_closed(self.closed, self.backend_name, name, why)
         return self._executable
+
+    @property
+    def compiled(self) -> bool:
+        return self._executable is not None
+
+    def log_trace_only(self, name: str) -> None:
+        """A signature first traced inside another trace is compiled within that program."""
+        if self.traced is not None:
+            compile_log.log_trace_only(name, self.traced)
+            self.traced = None
 
 
 class JitFunction:
@@ -191,6 +245,7 @@ class JitFunction:
         # update_wrapper copies only what exists: a functools.partial has no __name__.
         self.__name__ = getattr(fun, "__name__", type(fun).__name__)
         self.fun = fun
+        self._traced_fun = tracing_numpy(fun)  # its np.zeros(...) are traced arrays
         self.static_argnums, self.static_argnames = _complete_statics(
             fun,
             _as_tuple(static_argnums),
@@ -206,6 +261,16 @@ class JitFunction:
         self._fast_ok = not self.static_argnums and not self.static_argnames
         self.traces = 0
         self.hits = 0
+        self._retraces = compile_log.RetraceCounter(self.__name__)
+
+    def __repr__(self) -> str:
+        module = getattr(self.fun, "__module__", None)
+        name = getattr(self.fun, "__qualname__", self.__name__)
+        name = f"{module}.{name}" if module else name
+        compiled = sum(entry.compiled for entry in list(self._cache.values()))
+        backend = self.backend or backends.default_backend_name()
+        plural = "" if compiled == 1 else "s"
+        return f"<numbax.jit of {name} (backend {backend}, {compiled} signature{plural} compiled)>"
 
     def cache_info(self) -> CacheInfo:
         """How often this function was traced, and how often the cache answered."""
@@ -242,22 +307,29 @@ class JitFunction:
             it = iter(dyn)
             full = [args[i] if i in static_pos else next(it) for i in range(len(args))]
             kw.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
-            return self.fun(*full, **kw)
+            return self._traced_fun(*full, **kw)
 
         return call, dynamic, dyn_kwargs, tuple(keys)
 
     def __call__(self, *args, **kwargs):
-        # Fast path: positional NumPy arrays of supported dtypes, nothing static. The key
-        # is built without flattening a pytree; a miss falls through to the general path.
-        if not kwargs and self._fast_ok and all(type(a) is np.ndarray for a in args):
-            backend_name = self.backend or backends.default_backend_name()
-            entry = self._fast.get((backend_name, tuple([(a.shape, a.dtype) for a in args])))
-            if entry is not None:
-                self._count_hit()
-                executable, out_tree = entry
-                outs = executable(*args)
-                return outs[0] if out_tree is None else tree_unflatten(out_tree, outs)
-        return self._call_general(args, kwargs)
+        # An api boundary written out rather than decorated: a wrapper would cost every
+        # call a frame, and a try block costs nothing until it catches.
+        try:
+            # Fast path: positional NumPy arrays of supported dtypes, nothing static. The
+            # key is built without flattening a pytree; a miss takes the general path.
+            if not kwargs and self._fast_ok and all(type(a) is np.ndarray for a in args):
+                backend_name = self.backend or backends.default_backend_name()
+                key = (backend_name, tuple([(a.shape, a.dtype) for a in args]))
+                entry = self._fast.get(key)
+                if entry is not None:
+                    self._count_hit()
+                    executable, out_tree = entry
+                    outs = executable(*args)
+                    return outs[0] if out_tree is None else tree_unflatten(out_tree, outs)
+            return self._call_general(args, kwargs)
+        except NumbaxError as err:
+            traceback_util.filter_traceback(err)
+            raise
 
     def __get__(self, instance, owner=None):
         """A jitted function in a class body is a method, as with any decorator made by
@@ -282,15 +354,17 @@ class JitFunction:
             self._count_hit()
         closed, out_tree = entry.closed, entry.out_tree
         if current_trace() is not None and any(isinstance(x, Tracer) for x in leaves):
+            entry.log_trace_only(self.__name__)
             jaxpr, consts = closure_convert(closed)
             outs = bind(jit_call_p, *consts, *leaves, jaxpr=jaxpr, name=self.__name__)
+            outs = _write_back(leaves, entry.writes, outs)
         else:
             executable = entry.executable(self.__name__)
-            if self._fast_ok:
+            if self._fast_ok and not entry.writes:
                 self._remember_fast(args, kwargs, avals_weak, backend_name, executable, out_tree)
             keep = getattr(executable, "accepts_device_arrays", False)
             arrays = [_to_array(x, a, keep) for x, (a, _) in zip(leaves, avals_weak, strict=True)]
-            outs = executable(*arrays)
+            outs = _write_back(leaves, entry.writes, executable(*arrays))
         return tree_unflatten(out_tree, outs)
 
     def _remember_fast(self, args, kwargs, avals_weak, backend_name, executable, out_tree):
@@ -320,43 +394,42 @@ class JitFunction:
     def _compile(self, call, dynamic, dyn_kwargs, key, backend_name):
         with self._counting:
             self.traces += 1
+        reason, changed = compile_log.retrace_reason(self.fun, self._last_key, key)
+        self._retraces.record(reason, changed)
+        start = time.perf_counter()
+        writes = []
+        closed, _, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs, writes=writes)
+        traced = None
         if config.log_compiles:
-            logger.warning("numbax: tracing %s (%s)", self.__name__, self._reason(key))
-        closed, _, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs)
-        self._cache[key] = entry = _CacheEntry(closed, out_tree, backend_name)
+            trace_s = time.perf_counter() - start
+            traced = compile_log.traced_summary(reason, trace_s, len(closed.eqns))
+        self._cache[key] = entry = _CacheEntry(closed, out_tree, backend_name, traced, writes)
         self._last_key = key
-        if config.log_compiles:
-            logger.warning("numbax: %s traced to %d equations", self.__name__, len(closed.eqns))
         return entry
 
-    def _reason(self, key) -> str:
-        if self._last_key is None:
-            return "first call"
-        old_tree, old_avals, old_static, old_backend = self._last_key
-        tree, avals, static, backend = key
-        if tree != old_tree:
-            return f"new argument structure {tree} (was {old_tree})"
-        if avals != old_avals:
-            changes = [
-                f"argument {i}: {new[0].str_short()}{' (weak)' if new[1] else ''} "
-                f"(was {old[0].str_short()})"
-                for i, (old, new) in enumerate(zip(old_avals, avals, strict=False))
-                if old != new
-            ]
-            return "new shapes/dtypes: " + "; ".join(changes)
-        if static != old_static:
-            show = lambda statics: ", ".join(f"{w}={v!r}" for w, v in statics)
-            return f"new static arguments {show(static)} (was {show(old_static)})"
-        return f"new backend {backend} (was {old_backend})"
-
+    @traceback_util.api_boundary
     def lower(self, *args, **kwargs):
         """The traced program for these arguments (see ``Lowered``)."""
         return self._lower(args, kwargs)
 
     def _lower(self, args, kwargs, bound: bool = False):
         call, dynamic, dyn_kwargs, _ = self._split(args, kwargs, bound)
-        closed, _, _, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs)
+        closed, _, _, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs, writes=[])
         return Lowered(closed, self.backend or backends.default_backend_name(), self.__name__)
+
+
+traceback_util.register_boundary(JitFunction.__call__.__code__)
+
+
+def _write_back(leaves, writes, outs) -> list:
+    """Write the written arguments' final values (the last outputs) into the caller's
+    arrays, as the function run by plain NumPy would have; return the other outputs."""
+    if not writes:
+        return outs
+    count = len(outs) - len(writes)
+    for position, value in zip(writes, outs[count:], strict=True):
+        functionalize.write_back(leaves[position], value)
+    return outs[:count]
 
 
 class BoundJitMethod:
@@ -366,9 +439,11 @@ class BoundJitMethod:
     def __init__(self, function: JitFunction, instance):
         self.__func__, self.__self__ = function, instance
 
+    @traceback_util.api_boundary
     def __call__(self, *args, **kwargs):
         return self.__func__._call_general((self.__self__, *args), kwargs, bound=True)
 
+    @traceback_util.api_boundary
     def lower(self, *args, **kwargs):
         return self.__func__._lower((self.__self__, *args), kwargs, bound=True)
 
@@ -413,12 +488,48 @@ class Lowered:
     def as_text(self) -> str:
         return str(self.fused)
 
+    def as_dot(self, optimized: bool = True) -> str:
+        """The program as a Graphviz DOT graph: the fused one with its kernels as
+        clusters, or with ``optimized=False`` the jaxpr as traced (see ir/graph.py)."""
+        program, stage = (self.fused, "fused") if optimized else (self.jaxpr, "traced")
+        return jaxpr_to_dot(program, name=self.name, title=f"{self.name} ({stage})")
+
+    def as_svg(self, optimized: bool = True) -> str:
+        """``as_dot`` drawn by Graphviz (needs ``pip install graphviz`` and ``dot``)."""
+        return graph.render_svg(self.as_dot(optimized))
+
+    def source(self) -> str:
+        """The program the backend generates for this, not compiled: the Python module
+        that Numba would compile (``cpu``), or the kernels' module (``cuda``)."""
+        backend = backends.get_backend(self.backend_name)
+        if not hasattr(backend, "lower"):
+            raise UnsupportedOnBackendError(
+                f"the {self.backend_name} backend runs the jaxpr as traced and generates no "
+                "source; lower with backend='cpu' or 'cuda' to see generated code."
+            )
+        return backend.lower(self.jaxpr, self.name).source
+
     def compile(self):
         return _compile_closed(self.jaxpr, self.backend_name, self.name)
 
 
-def _compile_closed(closed: ClosedJaxpr, backend_name: str, name: str):
-    return backends.get_backend(backend_name).compile(closed, name=name)
+def _compile_closed(closed: ClosedJaxpr, backend_name: str, name: str, why: str = "(lowered)"):
+    """``why``: what the compile log says of the trace this program came from."""
+    executable = backends.get_backend(backend_name).compile(closed, name=name)
+    if config.log_compiles:
+        compile_log.log_compile(name, why, backend_name, executable)
+    if config.dump_dir and hasattr(executable, "source"):
+        _dump_source(config.dump_dir, name, backend_name, executable.source)
+    return executable
+
+
+def _dump_source(directory: str, name: str, backend_name: str, source: str) -> None:
+    """Beside the passes' dumps: one file per distinct program, named after its function."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:8]
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{identifier(name)}_{backend_name}_{digest}.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), backend=None):
@@ -438,6 +549,24 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), b
     return JitFunction(fun, static_argnums, static_argnames, backend)
 
 
+# The transforms and control flow as the public API gives them: each is, or returns, an
+# entry point whose numbax errors lose numbax's frames (traceback_util), like a jit call.
+grad = traceback_util.transform_boundary(autodiff.grad)
+value_and_grad = traceback_util.transform_boundary(autodiff.value_and_grad)
+jvp = traceback_util.api_boundary(autodiff.jvp)
+vjp = traceback_util.api_boundary(autodiff.vjp)
+vmap = traceback_util.transform_boundary(batched.vmap)
+jacfwd = traceback_util.transform_boundary(jacobians.jacfwd)
+jacrev = traceback_util.transform_boundary(jacobians.jacrev)
+hessian = traceback_util.transform_boundary(jacobians.hessian)
+checkpoint = remat = traceback_util.transform_boundary(rematerialise.checkpoint)
+cond = traceback_util.api_boundary(control_flow.cond)
+switch = traceback_util.api_boundary(control_flow.switch)
+while_loop = traceback_util.api_boundary(control_flow.while_loop)
+fori_loop = traceback_util.api_boundary(control_flow.fori_loop)
+scan = traceback_util.api_boundary(control_flow.scan)
+
+
 _COMPILING_CALL = KeyedLock()
 
 
@@ -449,7 +578,7 @@ def _compiled_call(jaxpr: Jaxpr, backend_name: str):
 
 @functools.lru_cache(maxsize=512)
 def _cached_call(jaxpr: Jaxpr, backend_name: str):
-    return _compile_closed(ClosedJaxpr(jaxpr, []), backend_name, "jit_call")
+    return _compile_closed(ClosedJaxpr(jaxpr, []), backend_name, "jit_call", "(eager call)")
 
 
 def _jit_call_impl(*args, jaxpr: Jaxpr, name: str = "jit_call"):

@@ -11,8 +11,8 @@ array(6)
 
 from __future__ import annotations
 
+from .api import cond, fori_loop, scan, switch, while_loop  # the public entry points
 from .ir import dtypes as _dtypes
-from .tracer.control_flow import cond, fori_loop, scan, switch, while_loop
 from .tracer.control_flow import map_rows as map
 from .tracer.lax import (
     abs,

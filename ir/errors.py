@@ -81,6 +81,11 @@ class SerializationError(NumbaxError, ValueError):
     """A serialised jaxpr that is malformed or refers to unknown primitives."""
 
 
+class MissingDependencyError(NumbaxError, ImportError):
+    """An optional package or program that a feature needs is not installed; the message
+    names what to install (``Lowered.as_svg`` needs Graphviz)."""
+
+
 class TypecheckError(NumbaxError, TypeError):
     """A jaxpr whose recorded types disagree with its primitives' rules."""
 
@@ -91,6 +96,15 @@ class ControlFlowError(NumbaxTypeError):
 
 class BatchingError(NumbaxError, ValueError):
     """``vmap`` given inconsistent axes or sizes, or a primitive it cannot batch."""
+
+
+class NumbaxWarning(UserWarning):
+    """Base class of every warning numbax gives."""
+
+
+class RetraceWarning(NumbaxWarning):
+    """A jitted function retraced again and again: an argument's shape, dtype or static
+    value keeps changing, so every call pays for a new trace and compile."""
 
 
 def at_line(message: str, source_info: str | None) -> str:

@@ -22,6 +22,7 @@ import os
 
 from ...config import config
 from ...ir.core import ClosedJaxpr
+from ..compile_stats import CompileStats, Stopwatch
 
 # How the libraries this backend drives use threads, unless the user set it: the backend
 # parallelises with Numba's prange and splits large matrix products itself, so the BLAS
@@ -42,6 +43,13 @@ PARALLEL_MIN_WORK = 1 << 20
 class CpuBackend:
     name = "cpu"
 
+    def lower(self, closed: ClosedJaxpr, name: str = "fn", optimize: bool = True):
+        """The generated program of ``closed`` (its ``source`` is the module), not compiled."""
+        from .program import write_program
+
+        fused, _, plan = _optimize(closed, name) if optimize else (closed, None, None)
+        return write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
+
     def compile(self, closed: ClosedJaxpr, name: str = "fn", optimize: bool = True):
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
         then its own kernel), for tests and for debugging the passes."""
@@ -49,10 +57,16 @@ class CpuBackend:
         from .executable import CpuExecutable
         from .program import write_program
 
+        clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
+        optimize_s = clock.lap()
         generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
+        codegen_s = clock.lap()
+        in_memory = cache.is_loaded(generated.source)
         function = cache.load(generated.source, generated.function_name, config.cache_dir)
-        return CpuExecutable(function, fused.consts, generated, fused, log)
+        outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
+        stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome)
+        return CpuExecutable(function, fused.consts, generated, fused, log, stats)
 
 
 def _optimize(closed: ClosedJaxpr, name: str):

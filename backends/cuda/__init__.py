@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from ...ir.core import ClosedJaxpr
 from ...passes import optimize
+from ..compile_stats import CompileStats, Stopwatch
 from .launcher import CudaExecutable
+from .loader import cache_outcome, is_compiled
 from .options import CudaOptions
 from .program import CudaProgram, build_program
 
@@ -51,7 +53,16 @@ class CudaBackend:
         return build_program(closed, name, self.options)
 
     def compile(self, closed: ClosedJaxpr, name: str = "fn") -> CudaExecutable:
-        return CudaExecutable(self.lower(closed, name))
+        clock = Stopwatch()
+        fused, _ = optimize(closed, name=name)
+        optimize_s = clock.lap()
+        program = build_program(fused, name, self.options)
+        codegen_s = clock.lap()
+        in_memory = is_compiled(program)
+        executable = CudaExecutable(program)
+        outcome = "memory" if in_memory else cache_outcome(executable.kernels)
+        executable.compile_stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome)
+        return executable
 
 
 backend = CudaBackend()

@@ -108,6 +108,19 @@ def program_kernels(program) -> tuple[list, dict]:
         return _COMPILED[program.module_name]
 
 
+def is_compiled(program) -> bool:
+    """Whether this process has compiled ``program``'s kernels already."""
+    return program.module_name in _COMPILED
+
+
+def cache_outcome(kernels) -> str:
+    """Where newly compiled ``kernels`` came from (``compile_stats.CACHE_OUTCOMES``): the
+    simulator and a program without a cache folder have no disk cache."""
+    if simulating() or not config.cache_dir:
+        return "off"
+    return "disk hit" if all(sum(k.stats.cache_hits.values()) for k in kernels) else "disk miss"
+
+
 def signature(kernel):
     """``void(float32[::1], ...)``: every argument a flat C-contiguous array."""
     from numba import from_dtype, types
