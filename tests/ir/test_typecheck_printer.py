@@ -139,6 +139,8 @@ def test_variable_names_go_past_z():
 
 
 def test_printed_closure_converted_jaxpr():
-    jaxpr, consts = closure_convert(numbax.make_jaxpr(lambda x: x + np.ones(2))(np.ones(2)))
+    # An array captured from outside is a constant (one the function creates is traced).
+    captured = np.ones(2)
+    jaxpr, consts = closure_convert(numbax.make_jaxpr(lambda x: x + captured)(np.ones(2)))
     assert not jaxpr.constvars and len(jaxpr.invars) == 2 and len(consts) == 1
     assert str(jaxpr).startswith("{ lambda ; a:f64[2] b:f64[2]. let")
