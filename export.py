@@ -27,7 +27,9 @@ from .backends.compile_cache import KeyedLock
 from .ir.core import ClosedJaxpr, ShapedArray
 from .ir.errors import NumbaxTypeError, SerializationError, ShapeError, at_line
 from .ir.higher_order import jit_call_p
+from .ir.serialize import brief as _short
 from .ir.serialize import dumps as dumps_jaxpr
+from .ir.serialize import expect, fail
 from .ir.serialize import loads as loads_jaxpr
 from .tracer import Tracer, bind, tree_flatten, tree_unflatten
 from .tracer.closure import closure_convert
@@ -323,17 +325,11 @@ def _dump_value(value, what: str):
 
 
 def _fail(message: str):
-    raise SerializationError(f"malformed exported program: {message}")
+    fail(message, "exported program")
 
 
 def _expect(condition: bool, message: str) -> None:
-    if not condition:
-        _fail(message)
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    expect(condition, message, "exported program")
 
 
 _KEYS = {

@@ -132,40 +132,42 @@ def loads(text: str) -> ClosedJaxpr:
     return closed
 
 
-def _fail(message: str):
-    raise SerializationError(f"malformed serialised jaxpr: {message}")
+def fail(message: str, subject: str = "serialised jaxpr"):
+    """Raise the one error every malformed file gets (``export`` reuses it)."""
+    raise SerializationError(f"malformed {subject}: {message}")
 
 
-def _expect(condition: bool, message: str) -> None:
+def expect(condition: bool, message: str, subject: str = "serialised jaxpr") -> None:
     if not condition:
-        _fail(message)
+        fail(message, subject)
 
 
-def _short(value) -> str:
+def brief(value) -> str:
+    """A value quoted in an error, cut to 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _expect_keys(data, keys: set, what: str, optional: frozenset = frozenset()) -> None:
-    _expect(isinstance(data, dict), f"{what} must be an object, not {_short(data)}")
+    expect(isinstance(data, dict), f"{what} must be an object, not {brief(data)}")
     missing, extra = keys - optional - data.keys(), data.keys() - keys
-    _expect(not missing, f"{what} lacks {sorted(missing)}")
-    _expect(not extra, f"{what} has unknown fields {sorted(extra)}")
+    expect(not missing, f"{what} lacks {sorted(missing)}")
+    expect(not extra, f"{what} has unknown fields {sorted(extra)}")
 
 
 def _load_closed(data, depth: int) -> ClosedJaxpr:
     _expect_keys(data, {"format", "version", "jaxpr", "consts"}, "the top level")
-    _expect(data["format"] == FORMAT, f"format must be {FORMAT!r}")
+    expect(data["format"] == FORMAT, f"format must be {FORMAT!r}")
     version = data["version"]
-    _expect(type(version) is int and version == VERSION, f"unsupported version {_short(version)}")
+    expect(type(version) is int and version == VERSION, f"unsupported version {brief(version)}")
     jaxpr = _load_jaxpr(data["jaxpr"], depth)
     consts = data["consts"]
-    _expect(isinstance(consts, list), "consts must be a list")
+    expect(isinstance(consts, list), "consts must be a list")
     return ClosedJaxpr(jaxpr, [_load_array(c) for c in consts])
 
 
 def _load_dtype(name) -> np.dtype:
-    _expect(isinstance(name, str) and name in dtypes.FROM_SHORT_NAME, f"bad dtype {_short(name)}")
+    expect(isinstance(name, str) and name in dtypes.FROM_SHORT_NAME, f"bad dtype {brief(name)}")
     return dtypes.FROM_SHORT_NAME[name]
 
 
@@ -174,21 +176,21 @@ def _count(value) -> bool:
 
 
 def _load_shape(shape) -> tuple[int, ...]:
-    _expect(isinstance(shape, list) and len(shape) <= MAX_RANK, f"bad shape {_short(shape)}")
-    _expect(all(map(_count, shape)), f"bad shape {_short(shape)}")
-    _expect(math.prod(shape) <= MAX_ELEMENTS, f"shape {shape} is too large")
+    expect(isinstance(shape, list) and len(shape) <= MAX_RANK, f"bad shape {brief(shape)}")
+    expect(all(map(_count, shape)), f"bad shape {brief(shape)}")
+    expect(math.prod(shape) <= MAX_ELEMENTS, f"shape {shape} is too large")
     return tuple(shape)
 
 
 def _load_array(data) -> np.ndarray:
     _expect_keys(data, {"dtype", "shape", "hex"}, "a constant")
     dtype, shape = _load_dtype(data["dtype"]), _load_shape(data["shape"])
-    _expect(isinstance(data["hex"], str), "constant data must be a hex string")
+    expect(isinstance(data["hex"], str), "constant data must be a hex string")
     try:
         raw = bytes.fromhex(data["hex"])
     except ValueError:
-        _fail("constant data is not hex")
-    _expect(len(raw) == math.prod(shape) * dtype.itemsize, "constant data has the wrong size")
+        fail("constant data is not hex")
+    expect(len(raw) == math.prod(shape) * dtype.itemsize, "constant data has the wrong size")
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
 
@@ -197,23 +199,23 @@ def _load_scalar(value, dtype: np.dtype):
     for bool, an int in range for an integer dtype, a float (or 'nan', 'inf', '-inf') for
     a float dtype, finite unless written as one of those names."""
     if dtype == dtypes.bool_:
-        _expect(type(value) is bool, f"a bool literal must be true or false, not {_short(value)}")
+        expect(type(value) is bool, f"a bool literal must be true or false, not {brief(value)}")
         return np.array(value, dtype)
     if dtypes.is_integer(dtype):
         info = np.iinfo(dtype)
-        _expect(
+        expect(
             type(value) is int and info.min <= value <= info.max,
             f"an {dtype} literal must be an integer in [{info.min}, {info.max}], not "
-            f"{_short(value)}",
+            f"{brief(value)}",
         )
         return np.array(value, dtype)
     if isinstance(value, str):
-        _expect(value in _NON_FINITE, f"bad float literal {_short(value)}")
+        expect(value in _NON_FINITE, f"bad float literal {brief(value)}")
         return np.array(float(value), dtype)
-    _expect(type(value) is float, f"a {dtype} literal must be a float, not {_short(value)}")
+    expect(type(value) is float, f"a {dtype} literal must be a float, not {brief(value)}")
     with np.errstate(over="ignore"):
         scalar = np.array(value, dtype)
-    _expect(bool(np.isfinite(scalar)), f"literal {value!r} overflows {dtype}")
+    expect(bool(np.isfinite(scalar)), f"literal {value!r} overflows {dtype}")
     return scalar
 
 
@@ -222,15 +224,15 @@ _EQN_KEYS = {"prim", "inputs", "outputs", "params", "source_info"}
 
 
 def _load_jaxpr(data, depth: int) -> Jaxpr:
-    _expect(depth <= MAX_DEPTH, "sub-jaxprs nested too deeply")
+    expect(depth <= MAX_DEPTH, "sub-jaxprs nested too deeply")
     _expect_keys(data, {"constvars", "invars", "eqns", "outvars"}, "a jaxpr")
     env: dict[int, Var] = {}
 
     def binder(item):
-        _expect(isinstance(item, list) and len(item) == 3, f"bad binder {_short(item)}")
+        expect(isinstance(item, list) and len(item) == 3, f"bad binder {brief(item)}")
         ident, dtype, shape = item
-        _expect(type(ident) is int, f"var id {_short(ident)} is not an int")
-        _expect(ident not in env, f"var id {ident} is defined twice")
+        expect(type(ident) is int, f"var id {brief(ident)} is not an int")
+        expect(ident not in env, f"var id {ident} is defined twice")
         env[ident] = Var(ShapedArray(_load_shape(shape), _load_dtype(dtype)))
         return env[ident]
 
@@ -238,7 +240,7 @@ def _load_jaxpr(data, depth: int) -> Jaxpr:
         if isinstance(item, dict) and "var" in item:
             _expect_keys(item, {"var"}, "a var")
             ident = item["var"]
-            _expect(type(ident) is int and ident in env, f"use of undefined var {_short(ident)}")
+            expect(type(ident) is int and ident in env, f"use of undefined var {brief(ident)}")
             return env[ident]
         _expect_keys(item, {"lit", "dtype"}, "a literal")
         dtype = _load_dtype(item["dtype"])
@@ -246,7 +248,7 @@ def _load_jaxpr(data, depth: int) -> Jaxpr:
 
     def items(source, key):
         found = source[key]
-        _expect(isinstance(found, list), f"{key} must be a list")
+        expect(isinstance(found, list), f"{key} must be a list")
         return found
 
     constvars = [binder(i) for i in items(data, "constvars")]
@@ -255,13 +257,13 @@ def _load_jaxpr(data, depth: int) -> Jaxpr:
     for item in items(data, "eqns"):
         _expect_keys(item, _EQN_KEYS, "an eqn")
         name = item["prim"]
-        _expect(isinstance(name, str) and name in PRIMITIVES, f"unknown primitive {_short(name)}")
+        expect(isinstance(name, str) and name in PRIMITIVES, f"unknown primitive {brief(name)}")
         inputs = [atom(a) for a in items(item, "inputs")]
-        _expect(isinstance(item["params"], dict), f"the params of {name} must be an object")
+        expect(isinstance(item["params"], dict), f"the params of {name} must be an object")
         params = {k: _load_param(v, depth) for k, v in item["params"].items()}
         check_params(name, len(inputs), params)
         source_info = item["source_info"]
-        _expect(source_info is None or isinstance(source_info, str), "bad source_info")
+        expect(source_info is None or isinstance(source_info, str), "bad source_info")
         outputs = [binder(i) for i in items(item, "outputs")]
         eqns.append(Eqn(PRIMITIVES[name], inputs, outputs, params, source_info))
     outvars = [atom(a) for a in items(data, "outvars")]
@@ -269,23 +271,23 @@ def _load_jaxpr(data, depth: int) -> Jaxpr:
 
 
 def _load_param(value, depth: int):
-    _expect(depth <= MAX_DEPTH, "params nested too deeply")
+    expect(depth <= MAX_DEPTH, "params nested too deeply")
     if value is None or isinstance(value, (bool, int, str)):
         return value
-    _expect(isinstance(value, dict) and len(value) == 1, f"bad param {_short(value)}")
+    expect(isinstance(value, dict) and len(value) == 1, f"bad param {brief(value)}")
     ((tag, body),) = value.items()
     if tag == "float":
         return float(_load_scalar(body, dtypes.float64))
     if tag == "dtype":
         return _load_dtype(body)
     if tag == "tuple":
-        _expect(isinstance(body, list), "bad tuple param")
+        expect(isinstance(body, list), "bad tuple param")
         return tuple(_load_param(v, depth + 1) for v in body)
     if tag == "jaxpr":
         return _load_jaxpr(body, depth + 1)
     if tag == "closed_jaxpr":
         return _load_closed(body, depth + 1)
-    _fail(f"unknown param tag {_short(tag)}")
+    fail(f"unknown param tag {brief(tag)}")
 
 
 # --- what each primitive's params must be ---------------------------------------------------
@@ -433,20 +435,20 @@ def check_params(name: str, operands: int, params: dict) -> None:
     """Raise ``SerializationError`` unless ``name`` may be applied to ``operands``
     operands with ``params`` (exactly its params, each of the right type)."""
     signature = SIGNATURES.get(name)
-    _expect(signature is not None, f"primitive {name} cannot be loaded from a file")
+    expect(signature is not None, f"primitive {name} cannot be loaded from a file")
     _refuse_unserialisable(name)
     if signature.variadic:
-        _expect(
+        expect(
             operands >= signature.operands, f"{name} takes at least {signature.operands} operands"
         )
     else:
-        _expect(operands == signature.operands, f"{name} takes {signature.operands} operands")
-    _expect(
+        expect(operands == signature.operands, f"{name} takes {signature.operands} operands")
+    expect(
         params.keys() == signature.params.keys(),
         f"{name} takes the params {sorted(signature.params)}, not {sorted(params)}",
     )
     for key, rule in signature.params.items():
-        _expect(
+        expect(
             rule.accepts(params[key]),
-            f"param {key} of {name} must be {rule.description}, not {_short(params[key])}",
+            f"param {key} of {name} must be {rule.description}, not {brief(params[key])}",
         )
