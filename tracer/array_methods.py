@@ -14,10 +14,10 @@ from ..ir.errors import (
     UnsupportedFunctionError,
     at_line,
 )
-from . import functionalize
+from . import functionalize, views
 from . import numpy_api as xnp
 from .core import Tracer
-from .indexing import IndexUpdateHelper, getitem
+from .indexing import IndexUpdateHelper
 from .source_info import user_frame_info
 
 
@@ -144,7 +144,7 @@ def _len(self):
 def _iter(self):
     if not self.shape:
         raise TypeError("iteration over a 0-d array")
-    return (getitem(self, i) for i in range(self.shape[0]))
+    return (views.getitem(self, i) for i in range(self.shape[0]))
 
 
 def _astype(self, dtype, copy=True):
@@ -168,8 +168,8 @@ _METHODS = {
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
     "__getattr__": _getattr,
-    "__setitem__": functionalize.setitem,
-    "__getitem__": getitem,
+    "__setitem__": views.setitem,
+    "__getitem__": views.getitem,
     "__len__": _len,
     "__iter__": _iter,
     "__neg__": xnp.negative,
@@ -212,7 +212,7 @@ _METHODS = {
     "reshape": _reshape,
     "transpose": _transpose,
     "ravel": xnp.ravel,
-    "flatten": xnp.ravel,
+    "flatten": lambda self, order="C": xnp.copy(xnp.ravel(self, order)),
     "squeeze": xnp.squeeze,
     "swapaxes": xnp.swapaxes,
     "sum": xnp.sum,

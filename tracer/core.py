@@ -124,6 +124,20 @@ def current_trace() -> Trace | None:
     return _stack.traces[-1] if _stack.traces else None
 
 
+@contextmanager
+def recording_into(trace: Trace):
+    """Record into ``trace`` for a while, even when traces nested in it are active: how a
+    view of an array of an enclosing trace catches up with writes made there."""
+    if current_trace() is trace:
+        yield
+        return
+    _stack.traces.append(trace)
+    try:
+        yield
+    finally:
+        _stack.traces.pop()
+
+
 def any_concrete_trace() -> bool:
     """Whether a concrete (eager) trace is active: known values may then be inputs'."""
     return any(trace.concrete for trace in _stack.traces)
@@ -270,7 +284,13 @@ class Tracer:
     # ``_mutable``: a handle on an array the program may write into (``x[i] = v``,
     # ``x += v``); 0-d results of operations are NumPy scalars, which are immutable.
     # ``_first_write``: the line of the first such write, for errors that name it.
-    __slots__ = ("_trace", "aval", "_value", "_var", "weak_type", "_mutable", "_first_write")
+    # ``_view``: for an array that is a view of another or has views of its own, where it
+    # sits in the memory they share (``tracer/views.py``); None for every other value.
+    # ``_own_var``/``_own_value``: what ``_var``/``_value`` read, once a view is in sync.
+    __slots__ = (
+        "_trace", "aval", "_own_value", "_own_var", "weak_type", "_mutable", "_first_write",
+        "_view",
+    )  # fmt: skip
     # Higher than ndarray's so ``ndarray op tracer`` defers to the tracer.
     __array_priority__ = 1000
     __hash__ = None  # mutable-looking and array-like, as ndarray: not hashable
@@ -278,23 +298,42 @@ class Tracer:
     def __init__(self, trace: Trace, aval: ShapedArray, value=None, mutable: bool | None = None):
         self._trace = trace
         self.aval = aval
-        self._value = value
-        self._var = Var(aval)
+        self._own_value = value
+        self._own_var = Var(aval)
         self.weak_type = False
         self._mutable = aval.ndim > 0 if mutable is None else mutable
         self._first_write = None
+        self._view = None
+
+    @property
+    def _var(self) -> Var:
+        """The IR variable holding this array's value now (a view first catches up with
+        writes into the memory it shares)."""
+        if self._view is not None:
+            self._view.sync(self)
+        return self._own_var
+
+    @property
+    def _value(self):
+        """The value known while tracing, or None."""
+        if self._view is not None:
+            self._view.sync(self)
+        return self._own_value
 
     def alias(self, mutable: bool | None = None) -> Tracer:
         """A new handle on the same value: what NumPy's copies are, since a traced value
         never changes; a write into either handle rebinds only that one."""
         handle = Tracer(self._trace, self.aval, self._value, mutable)
-        handle._var, handle.weak_type = self._var, self.weak_type
+        handle._own_var, handle.weak_type = self._var, self.weak_type
         return handle
 
     def rebind(self, new: Tracer, source_info: str | None) -> None:
         """Make this handle hold ``new``'s value: an in-place write, functionalized. Every
-        reference to this object sees the write, as with a NumPy array."""
-        self._var, self._value = new._var, new._value
+        reference to this object sees the write, as with a NumPy array; so does the
+        array it is a view of, and every view of that array."""
+        if self._view is not None:
+            self._view.write(new)
+        self._own_var, self._own_value = new._var, new._value
         if self._first_write is None:
             self._first_write = source_info
 

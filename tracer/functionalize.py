@@ -28,7 +28,7 @@ from .indexing import _is_int_scalar, known_index, update
 from .promote import asarray, broadcast_shapes, convert, operand, result_type
 from .source_info import user_frame_info
 
-_CAPTURED_FIX = (
+CAPTURED_FIX = (
     "Pass the array in as an argument of the traced function (a jitted function writes "
     "its arguments back to the caller), or as the carry of the loop, and return it"
 )
@@ -44,7 +44,7 @@ def write(handle: Tracer, new, operation: str) -> None:
             at_line(
                 f"{operation} writes into an array of an enclosing traced function from "
                 "inside a nested trace (a cond/while_loop/fori_loop/scan body, or a function "
-                f"under grad, vmap or jit that captured it). {_CAPTURED_FIX}.",
+                f"under grad, vmap or jit that captured it). {CAPTURED_FIX}.",
                 user_frame_info(),
             )
         )
@@ -134,7 +134,7 @@ def write_out(out, result, name: str, casting: str):
             at_line(
                 f"numpy.{name}(..., out=...) writes traced values into {where}, which cannot "
                 "hold them. Create the output inside the traced function (np.empty(...)), or "
-                f"pass it in. {_CAPTURED_FIX}.",
+                f"pass it in. {CAPTURED_FIX}.",
                 user_frame_info(),
             )
         )
@@ -153,16 +153,19 @@ def setitem(x: Tracer, index, value) -> None:
                 user_frame_info(),
             )
         )
+    write(x, assigned(x, index, value), "`x[...] = v`")
+
+
+def assigned(x, index, value):
+    """The value of ``x`` after ``x[index] = value``, computed functionally."""
     index = known_index(index)
     value = operand(value)
     mask = _traced_mask(index)
     if mask is not None:
-        new = _masked_set(x, mask, value)
-    elif _contains_tracer(index):
-        new = update(x, index, value, "set")
-    else:
-        new = _static_set(x, index, value)
-    write(x, new, "`x[...] = v`")
+        return _masked_set(x, mask, value)
+    if _contains_tracer(index):
+        return update(x, index, value, "set")
+    return _static_set(x, index, value)
 
 
 def _contains_tracer(index) -> bool:
@@ -317,7 +320,7 @@ def write_back(argument, value) -> None:
                 at_line(
                     f"a jitted function writes into its argument, a NumPy array "
                     f"{argument.shape} from outside the traced function that called it, "
-                    f"which cannot hold traced values. {_CAPTURED_FIX}.",
+                    f"which cannot hold traced values. {CAPTURED_FIX}.",
                     user_frame_info(),
                 )
             )

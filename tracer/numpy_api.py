@@ -202,3 +202,11 @@ from . import numpy_linalg  # noqa: E402
 linalg = _types.SimpleNamespace(**numpy_linalg.FUNCTIONS)
 for _name, _implementation in numpy_linalg.FUNCTIONS.items():
     HANDLED_FUNCTIONS[getattr(np.linalg, _name)] = _implementation
+
+# The NumPy functions that return views of their argument return numbax's views (a write
+# through one reaches its base): wrapped last, over the implementations registered above.
+from . import views as _views  # noqa: E402
+
+for _name, _implementation in _views.wrap(globals()).items():
+    globals()[_name] = _implementation
+    HANDLED_FUNCTIONS[getattr(np, _name)] = _implementation
