@@ -12,7 +12,8 @@ import math
 import os
 import threading
 import time
-from collections import namedtuple
+import warnings
+from collections import Counter, namedtuple
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -22,7 +23,13 @@ from .backends.compile_cache import KeyedLock
 from .backends.source import identifier
 from .config import config
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
-from .ir.errors import NumbaxError, StaticArgumentError, UnsupportedOnBackendError, at_line
+from .ir.errors import (
+    NumbaxError,
+    ProgramSizeWarning,
+    StaticArgumentError,
+    UnsupportedOnBackendError,
+    at_line,
+)
 from .ir.graph import jaxpr_to_dot
 from .ir.higher_order import jit_call_p, set_impl
 from .tracer import (
@@ -399,6 +406,7 @@ class JitFunction:
         start = time.perf_counter()
         writes = []
         closed, _, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs, writes=writes)
+        _warn_if_large(closed, self.__name__)
         traced = None
         if config.log_compiles:
             trace_s = time.perf_counter() - start
@@ -419,6 +427,29 @@ class JitFunction:
 
 
 traceback_util.register_boundary(JitFunction.__call__.__code__)
+
+
+# A traced program with more equations than this gets a ProgramSizeWarning: compile time
+# grows with the program, and a Python loop over range(n) is unrolled n times.
+LARGE_PROGRAM_EQNS = 5000
+
+
+def _warn_if_large(closed: ClosedJaxpr, name: str) -> None:
+    count = len(closed.eqns)
+    if count <= LARGE_PROGRAM_EQNS:
+        return
+    line, made = Counter(e.source_info for e in closed.eqns).most_common(1)[0]
+    warnings.warn(
+        at_line(
+            f"{name}: the traced program has {count} operations ({made} of them from the "
+            "line below), so compiling it takes long. A Python loop is unrolled while "
+            "tracing, once per iteration: write it with numbax.fori_loop(lower, upper, "
+            "body, carry) or numbax.scan, which keep the loop one operation",
+            line,
+        ),
+        ProgramSizeWarning,
+        stacklevel=4,
+    )
 
 
 def _write_back(leaves, writes, outs) -> list:

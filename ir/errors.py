@@ -107,6 +107,11 @@ class RetraceWarning(NumbaxWarning):
     value keeps changing, so every call pays for a new trace and compile."""
 
 
+class ProgramSizeWarning(NumbaxWarning):
+    """A traced program so large (a Python loop unrolled while tracing) that compiling it
+    takes long: ``fori_loop``/``scan`` keep a loop one operation."""
+
+
 def at_line(message: str, source_info: str | None) -> str:
     """Append the user's file:line to a message."""
     return f"{message}\n  at {source_info}" if source_info else message

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.core import ClosedJaxpr, Literal, ShapedArray, Var
+from ..tracer import functionalize
 from ..tracer.core import Tracer, new_trace
-from ..tracer.functionalize import refuse_argument_writes
 from ..tracer.numpy_namespace import tracing_numpy
 from ..tracer.promote import argument_aval
 from ..tracer.pytree import PyTreeDef, tree_flatten, tree_unflatten
@@ -53,6 +53,12 @@ def as_operand(leaf, aval: ShapedArray):
     return np.asarray(leaf, dtype=aval.dtype)
 
 
+_NO_WRITE_BACK = (
+    "a transform (grad, vjp, jvp) traced abstractly (under jit, or over the traced "
+    "values of an enclosing transform)"
+)
+
+
 def needs_concrete_values(fun) -> bool:
     return getattr(fun, "needs_concrete_values", True)
 
@@ -74,11 +80,15 @@ def trace_function(
         call_args, call_kwargs = tree_unflatten(in_tree, tracers)
         out_leaves, out_tree = tree_flatten(traced_fun(*call_args, **call_kwargs))
         out_tree_box.append(out_tree)
-        refuse_argument_writes(tracers, entry_vars, "a transform (grad, vjp, jvp, vmap)")
+        written = functionalize.written_arguments(tracers, entry_vars)
+        if not (concrete and all(isinstance(leaves[i], np.ndarray) for i in written)):
+            functionalize.refuse_argument_writes(tracers, entry_vars, _NO_WRITE_BACK)
+        finals.extend((i, tracers[i]._value) for i in written)
         return out_leaves
 
     values = [x._value if isinstance(x, Tracer) else x for x in operands]
     concrete = needs_concrete_values(fun) and all(v is not None for v in values)
+    finals: list = []  # (argument position, its value after the call) of each write
     with new_trace(concrete) as trace:
         if concrete and keep_values:
             trace.values = {}
@@ -87,6 +97,12 @@ def trace_function(
             for (a, _), v in zip(avals_weak, values, strict=True)
         ]
         closed = trace.to_jaxpr(flat_fun(*args))
+    # Eager (concrete) on NumPy arrays, a written argument is written back to the caller's
+    # array as NumPy would leave it; the derivative is of the function of its value on
+    # entry, which the transform keeps a copy of.
+    for i, final in finals:
+        values[i] = operands[i] = values[i].copy()
+        functionalize.write_back(leaves[i], final)
     kept = trace.values
     if kept is not None:
         kept.update(zip(closed.jaxpr.invars, values, strict=True))

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..ir.core import ClosedJaxpr, ShapedArray
 from ..ir.errors import BatchingError, at_line
+from ..tracer import functionalize
 from ..tracer.core import Tracer, replay, trace_flat
-from ..tracer.functionalize import refuse_argument_writes
 from ..tracer.numpy_namespace import tracing_numpy
 from ..tracer.promote import argument_aval, is_python_scalar, is_weak
 from ..tracer.pytree import PyTreeDef, tree_flatten, tree_structure, tree_unflatten
@@ -53,8 +53,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0) -> Callable:
         size = _batch_size(leaves, dims)
         avals = [_example_aval(leaf, d) for leaf, d in zip(leaves, dims, strict=True)]
         weak = [d is None and is_weak(leaf) for leaf, d in zip(leaves, dims, strict=True)]
-        closed, out_tree = _trace_example(fun, in_tree, avals, weak)
-        out_dims = _prefix_axes(out_axes, out_tree, "out_axes")
+        closed, out_tree, writes = _trace_example(fun, in_tree, avals, weak)
+        _refuse_unbatched_writes(writes, dims)
+        # A written argument's final value is an extra output, batched where it came in.
+        out_dims = [*_prefix_axes(out_axes, out_tree, "out_axes"), *(dims[i] for i in writes)]
         program = batch_jaxpr(closed, dims, size, out_dims)
         operands = [
             leaf
@@ -62,7 +64,11 @@ def vmap(fun: Callable, in_axes=0, out_axes=0) -> Callable:
             else np.asarray(leaf, aval.dtype)
             for leaf, aval in zip(leaves, program.in_avals, strict=True)
         ]
-        return tree_unflatten(out_tree, replay(program.jaxpr, program.consts, operands))
+        outs = replay(program.jaxpr, program.consts, operands)
+        count = len(outs) - len(writes)
+        for position, value in zip(writes, outs[count:], strict=True):
+            functionalize.write_back(leaves[position], value)
+        return tree_unflatten(out_tree, outs[:count])
 
     return batched
 
@@ -100,7 +106,7 @@ def _place(x, dim, axis, size):
     return moveaxis(to_front(x, dim, size), 0, axis % ndim)
 
 
-def _trace_example(fun, in_tree, avals, weak) -> tuple[ClosedJaxpr, PyTreeDef]:
+def _trace_example(fun, in_tree, avals, weak) -> tuple[ClosedJaxpr, PyTreeDef, list[int]]:
     out_tree = []
     traced_fun = tracing_numpy(fun)  # its np.zeros(...) are traced arrays
 
@@ -111,11 +117,25 @@ def _trace_example(fun, in_tree, avals, weak) -> tuple[ClosedJaxpr, PyTreeDef]:
         args, kwargs = tree_unflatten(in_tree, tracers)
         leaves, tree = tree_flatten(traced_fun(*args, **kwargs))
         out_tree.append(tree)
-        refuse_argument_writes(tracers, entry_vars, "vmap")
-        return leaves
+        writes.extend(functionalize.written_arguments(tracers, entry_vars))
+        return leaves + [tracers[i] for i in writes]
 
+    writes: list[int] = []
     closed, _ = trace_flat(flat, avals)
-    return closed, out_tree[0]
+    return closed, out_tree[0], writes
+
+
+def _refuse_unbatched_writes(writes, dims) -> None:
+    """A write into an argument that is not mapped (``in_axes`` None) would give it one
+    value per example: refused, as NumPy's loop would leave only the last one there."""
+    for position in writes:
+        if dims[position] is None:
+            raise _error(
+                f"vmap: the function writes into argument leaf {position}, which is not "
+                "mapped (in_axes None), so each example would write its own value into "
+                "the one array. Map it (give it an axis in in_axes), or write into a copy "
+                "(x = x.copy()) and return it"
+            )
 
 
 def _leaf_aval(leaf) -> ShapedArray:

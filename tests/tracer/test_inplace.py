@@ -256,13 +256,77 @@ def test_a_read_only_argument_gets_numpys_error():
         numbax.jit(scale_in_place)(x)
 
 
-def test_writing_an_argument_under_grad_names_the_line():
+def _mutates_both(x, y):
+    x *= 2.0
+    y[0] += x.sum()
+    return (x * np.sin(y)).sum()
+
+
+def test_eager_grad_writes_arguments_back_and_differentiates_their_entry_values():
+    x, y = RNG.standard_normal(3), RNG.standard_normal(3)
+    want_x, want_y = x.copy(), y.copy()
+    _mutates_both(want_x, want_y)
+    got_x, got_y = x.copy(), y.copy()
+    gx, gy = numbax.grad(_mutates_both, argnums=(0, 1))(got_x, got_y)
+    np.testing.assert_allclose(got_x, want_x, rtol=1e-12)
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-12)
+    step = 1e-6
+    for got, which in ((gx, 0), (gy, 1)):
+        want = np.zeros(3)
+        for k in range(3):
+            up, down = [x.copy(), y.copy()], [x.copy(), y.copy()]
+            up[which][k] += step
+            down[which][k] -= step
+            want[k] = (_mutates_both(*up) - _mutates_both(*down)) / (2 * step)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_vmap_writes_mapped_arguments_back():
+    def prefix_step(x):
+        x[1:] += x[:-1]
+        return x.sum()
+
+    xs = RNG.standard_normal((4, 3))
+    want = xs.copy()
+    want_out = [prefix_step(row) for row in want]
+    got = xs.copy()
+    np.testing.assert_allclose(numbax.vmap(prefix_step)(got), want_out, rtol=1e-12)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    cols = xs.copy()
+    numbax.vmap(prefix_step, in_axes=1)(cols)
+    want_cols = xs.copy()
+    for j in range(want_cols.shape[1]):
+        prefix_step(want_cols[:, j])
+    np.testing.assert_allclose(cols, want_cols, rtol=1e-12)
+
+
+def test_vmap_refuses_a_write_into_an_unmapped_argument():
+    def write_shared(x, table):
+        table[0] = x.sum()
+        return x * 1
+
+    with pytest.raises(numbax.BatchingError, match="not mapped"):
+        numbax.vmap(write_shared, in_axes=(0, None))(np.ones((2, 3)), np.zeros(3))
+
+
+def test_writing_an_argument_under_an_abstract_grad_names_the_line():
     def fn(x):
-        x *= 2.0  # the mistake: grad does not write arguments back
+        x *= 2.0  # under jit(grad(...)) the argument is a traced value: no write-back
         return x.sum()
 
     with pytest.raises(numbax.InPlaceUpdateError, match=r"argument 0(.|\n)*test_inplace.py:"):
-        numbax.grad(fn)(np.ones(3))
+        numbax.jit(numbax.grad(fn))(np.ones(3))
+
+
+def test_a_large_unrolled_loop_warns_once_naming_fori_loop():
+    def unrolled(x):
+        for _ in range(numbax.api.LARGE_PROGRAM_EQNS // 2 + 1):
+            x = x * 1.0001 + 0.5
+        return x
+
+    fn = numbax.jit(unrolled, backend="interpret")
+    with pytest.warns(numbax.ProgramSizeWarning, match=r"fori_loop(.|\n)*test_inplace.py:"):
+        fn(np.ones(2))
 
 
 def test_writing_a_loop_body_capture_names_the_fix():
