@@ -210,6 +210,28 @@ def chain_workload(scale: str, rng) -> Workload:
     )
 
 
+def chain_float16_workload(scale: str, rng) -> Workload:
+    """The float32 chain in float16: computed in float32, stored in 2 bytes an element, so
+    an implementation bound by memory moves half the bytes (read it as GB/s)."""
+    n = SIZES["chain"][scale]
+    x = rng.standard_normal(n, dtype=np.float32).astype(np.float16)
+    return Workload(
+        "chain_float16",
+        "elementwise chain tanh(x*1.5+0.5)*0.5 + x*x in float16",
+        f"{_power_of_two(n)} float16",
+        "forward",
+        chain,
+        (x,),
+        bytes_moved=2 * x.nbytes,
+        rtol=2e-3,  # a float16 ulp: libm and NumPy may round tanh differently
+        atol=2e-3,
+    )
+
+
+# The narrow dtypes (``--group narrow``), next to their float32 rows.
+NARROW_WORKLOAD_BUILDERS = {"chain": chain_workload, "chain_float16": chain_float16_workload}
+
+
 def softmax_workload(scale: str, rng) -> Workload:
     rows, cols = SIZES["rows"][scale]
     x = rng.standard_normal((rows, cols), dtype=np.float32)

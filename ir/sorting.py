@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import dtypes
 from .core import ShapedArray
 from .primitive import Pattern, check, register
 
@@ -27,7 +28,9 @@ def _sort_rule(*operands: ShapedArray, dimension, is_stable, num_keys):
 
 
 def sort_permutation(keys, dimension: int) -> np.ndarray:
-    """The stable order of ``keys`` (first primary) along ``dimension``, NaNs last."""
+    """The stable order of ``keys`` (first primary) along ``dimension``, NaNs last
+    (bfloat16 keys compare as float32: ml_dtypes' own order does not put NaNs last)."""
+    keys = [k.astype(dtypes.float32) if k.dtype == dtypes.bfloat16 else k for k in keys]
     if len(keys) == 1:
         return np.argsort(keys[0], axis=dimension, kind="stable")
     # np.lexsort sorts by its last key first.

@@ -276,7 +276,7 @@ register("pad", Pattern.INJECTIVE, _pad_rule, _pad)
 
 def _iota_rule(*, dtype, shape, dimension):
     check(0 <= dimension < len(shape), "iota", "dimension out of range")
-    check(dtype.kind in "iuf", "iota", f"unsupported dtype {dtype}")
+    check(dtypes.kind(dtype) in "iuf", "iota", f"unsupported dtype {dtype}")
     return ShapedArray(shape, dtype)
 
 

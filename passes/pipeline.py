@@ -1,6 +1,8 @@
 """The optimisation pipeline: the compiler's table of contents, read top to bottom.
 
     inline          nested jit_call, checkpoint and custom_vjp_call bodies spliced in
+    narrow_floats   float16 and bfloat16 arithmetic computed in float32, results
+                    rounded back (what NumPy's float16 loops do); moves stay narrow
     cleanup         to a fixed point:
       constant_fold   equations over constants evaluated now
       control_flow    control flow decided by constants: a cond's branch inlined, a
@@ -36,6 +38,7 @@ from . import (
     inline,
     loop_dce,
     loop_invariants,
+    narrow_floats,
     simplify,
 )
 from .manager import Analysis, FixedPoint, Pass, PassLog, run_pipeline
@@ -46,6 +49,7 @@ logger = logging.getLogger("numbax.passes")
 
 PIPELINE = (
     Pass("inline", inline.run),
+    Pass("narrow_floats", narrow_floats.run),
     FixedPoint(
         "cleanup",
         (

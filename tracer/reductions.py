@@ -16,6 +16,7 @@ from .promote import (
     convert,
     normalize_axes,
     normalize_axis,
+    python_scalar_as,
 )
 from .source_info import user_frame_info
 
@@ -23,8 +24,11 @@ from .source_info import user_frame_info
 def accumulator_dtype(x_dtype, dtype):
     if dtype is not None:
         return dtypes.canonicalize(dtype)
-    # NumPy sums and multiplies bools and small ints in the platform integer (int64).
-    return dtypes.int64 if x_dtype.kind in "biu" else x_dtype
+    # NumPy sums and multiplies bools and small ints in the platform integer (int64),
+    # unsigned ones in uint64.
+    if x_dtype.kind == "u":
+        return dtypes.uint64
+    return dtypes.int64 if x_dtype.kind in "bi" else x_dtype
 
 
 def keep_dims(out, x_shape, axes, keepdims):
@@ -82,7 +86,10 @@ def masked(x, where, identity, name):
 
 
 def _initial_value(initial, dtype, name):
-    """``initial=`` as a scalar of the reduction's dtype (NumPy casts it unsafely)."""
+    """``initial=`` as a scalar of the reduction's dtype (NumPy casts it unsafely, but
+    refuses a Python int outside the dtype's range, as NumPy 2 does)."""
+    if type(initial) is int:
+        python_scalar_as(initial, dtype)
     value = asarray(initial)
     if value.shape != ():
         raise ShapeError(
@@ -108,13 +115,13 @@ def masked_reduce(prim_fn, x, axes, identity, where, name):
 
 def _lowest(dtype):
     """The identity of max: below every value of ``dtype``."""
-    if dtype.kind == "f":
+    if dtypes.is_float(dtype):
         return -np.inf
     return False if dtype == dtypes.bool_ else np.iinfo(dtype).min
 
 
 def _highest(dtype):
-    if dtype.kind == "f":
+    if dtypes.is_float(dtype):
         return np.inf
     return True if dtype == dtypes.bool_ else np.iinfo(dtype).max
 
@@ -196,13 +203,15 @@ def mean(a, axis=None, dtype=None, keepdims=False, *, where=True, **unsupported)
     x = asarray(a)
     axes = normalize_axes(axis, x.ndim, "mean")
     out_dtype = _float_dtype(x, dtype)
-    total = lax.reduce_sum(masked(convert(x, out_dtype), where, 0, "mean"), axes)
-    out = _divide(total, _count(x, axes, where, _division_dtype(out_dtype)), out_dtype)
+    # NumPy takes the mean of float16 in float32 and rounds once at the end.
+    sum_dtype = dtypes.float32 if dtypes.is_narrow_float(out_dtype) else out_dtype
+    total = lax.reduce_sum(masked(convert(x, sum_dtype), where, 0, "mean"), axes)
+    out = _divide(total, _count(x, axes, where, _division_dtype(sum_dtype)), out_dtype)
     return keep_dims(out, x.shape, axes, keepdims)
 
 
 def _division_dtype(dtype):
-    return dtype if dtype.kind == "f" else dtypes.float64
+    return dtype if dtypes.is_float(dtype) else dtypes.float64
 
 
 def var(

@@ -42,6 +42,7 @@ from .promote import (
     convert,
     normalize_axis,
     operand,
+    python_scalar_as,
     result_type,
     shape_of,
 )
@@ -148,6 +149,8 @@ class Ufunc:
             )
         x = convert(x, self._loop_dtype("reduce", x.dtype, dtype))
         given = initial is not _NOT_GIVEN
+        if given and type(initial) is int:  # NumPy 2 refuses one outside the dtype's range
+            python_scalar_as(initial, x.dtype)
         start = self._as_scalar(initial if given else self.identity, x.dtype, name)
         if start is None and not is_unmasked(where):
             raise _error(

@@ -1,11 +1,13 @@
 """NumPy's elementwise functions over tracers, as compositions of elementwise prims.
 
 Each function promotes its operands as NumPy 2 does (``promote_and_broadcast``), then
-binds. Transcendental functions of integers compute in float64, as NumPy does.
+binds. Transcendental functions of integers compute in the narrowest float that holds
+them (float16 for int8, float64 for int32), as NumPy's loops do.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -27,10 +29,10 @@ from .source_info import user_frame_info
 
 
 def _inexact_dtype(*xs) -> np.dtype:
-    """The dtype NumPy computes a transcendental ufunc in: ints go to float64, and bools
-    to float16, which numbax widens to float32."""
-    dtype = result_type(*xs)
-    return dtypes.float32 if dtype == dtypes.bool_ else dtypes.float_result_type(dtype)
+    """The dtype NumPy computes a transcendental ufunc in: bools and ints go to the
+    narrowest float that holds them (int8 to float16, int16 to float32, int32 to
+    float64)."""
+    return dtypes.transcendental_result_type(result_type(*xs))
 
 
 def _float_unary(prim_fn, name):
@@ -117,10 +119,9 @@ def invert(x):
 
 
 def _arithmetic_dtype(*xs) -> np.dtype:
-    """NumPy has no bool loop for most arithmetic ufuncs and computes bools in int8,
-    which numbax widens to int32."""
+    """NumPy has no bool loop for most arithmetic ufuncs and computes bools in int8."""
     dtype = result_type(*xs)
-    return dtypes.int32 if dtype == dtypes.bool_ else dtype
+    return dtypes.int8 if dtype == dtypes.bool_ else dtype
 
 
 def square(x):
@@ -158,7 +159,7 @@ def _log_base(x, base: int, name: str):
     number; ``x / base**e`` carries 0, inf and NaN through."""
     x = _as_float(x, name)
     dtype = x.dtype
-    limits, log_2 = np.finfo(dtype), math.log(2, base)
+    limits, log_2 = dtypes.finfo(dtype), math.log(2, base)
     lowest = _typed(math.ceil(log_2 * limits.minexp), dtype)
     highest = _typed(math.floor(log_2 * (limits.maxexp - 1)), dtype)
     log_base = _typed(math.log(base), dtype)
@@ -259,10 +260,9 @@ bitwise_xor = _binary(lax.bitwise_xor, "bitwise_xor", _bitwise_dtype)
 
 
 def _shift_dtype(name, x, y) -> np.dtype:
-    """NumPy has no bool loop for shifts and computes bools in int8, which numbax widens
-    to int32."""
+    """NumPy has no bool loop for shifts and computes bools in int8."""
     dtype = _bitwise_dtype(name, x, y)
-    return dtypes.int32 if dtype == dtypes.bool_ else dtype
+    return dtypes.int8 if dtype == dtypes.bool_ else dtype
 
 
 left_shift = _binary(lax.shift_left, "left_shift", _shift_dtype)
@@ -342,11 +342,11 @@ mod = remainder
 def power(x, y):
     x, y = operand(x), operand(y)
     exponent = _static_integer(y)
-    if exponent is not None and (exponent >= 0 or dtypes.is_float(result_type(x, y))):
+    if exponent is not None and (exponent >= 0 or dtypes.is_inexact(result_type(x, y))):
         (x,), _ = promote_and_broadcast(x, dtype=result_type(x, y), operation="power")
         return lax.integer_pow(x, exponent)
     dtype = result_type(x, y)
-    if not dtypes.is_float(dtype):
+    if not dtypes.is_inexact(dtype):
         raise UnsupportedFunctionError(
             at_line(
                 "power of integer arrays with an array exponent is not supported; convert "
@@ -426,11 +426,22 @@ def clip(x, a_min=None, a_max=None, *, min=None, max=None):
     a_min = min if a_min is None else a_min
     a_max = max if a_max is None else a_max
     out = operand(x)
+    a_min, a_max = (_clip_bound(out, bound) for bound in (a_min, a_max))
     if a_min is not None:
         out = maximum(out, a_min)
     if a_max is not None:
         out = minimum(out, a_max)
     return out
+
+
+def _clip_bound(x, bound):
+    """NumPy 2 clips an integer array at a Python int outside its range (uint8 at -1)
+    without raising: such a bound is the dtype's own limit."""
+    dtype = result_type(x)
+    if not (dtypes.is_integer(dtype) and type(bound) is int):
+        return bound
+    limits = np.iinfo(dtype)
+    return builtins.min(builtins.max(bound, int(limits.min)), int(limits.max))
 
 
 def isnan(x):

@@ -6,6 +6,7 @@ import functools
 
 import numpy as np
 
+from ...ir import dtypes
 from ...ir.core import ClosedJaxpr
 
 
@@ -16,7 +17,8 @@ class CpuExecutable:
     time (C-contiguous, writeable, aligned arrays of the traced dtypes). Any other array
     (a strided or Fortran-order view, a read-only or unaligned array) fails that match
     with a ``TypeError`` and is copied to a matching one, so the common call pays
-    nothing for the uncommon one.
+    nothing for the uncommon one. float16 and bfloat16 arrays cross as views of their
+    bits (``uint16``), which is how the generated code holds them.
     """
 
     def __init__(
@@ -31,6 +33,9 @@ class CpuExecutable:
         constvars = jaxpr.jaxpr.constvars
         consts = [_matching(c, v.aval.dtype) for c, v in zip(consts, constvars, strict=True)]
         self._call = functools.partial(function, *consts) if consts else function
+        outputs = [v.aval.dtype for v in jaxpr.jaxpr.outvars]
+        if any(map(dtypes.is_narrow_float, self._dtypes + outputs)):
+            self._call = _narrow_float_views(self._call, self._dtypes, outputs)
 
     def __call__(self, *args):
         try:
@@ -74,4 +79,23 @@ class CpuExecutable:
 
 
 def _matching(value, dtype):
-    return np.require(np.asarray(value, dtype=dtype), requirements=("C", "A", "W"))
+    array = np.require(np.asarray(value, dtype=dtype), requirements=("C", "A", "W"))
+    return array.view(dtypes.uint16) if dtypes.is_narrow_float(dtype) else array
+
+
+def _narrow_float_views(call, in_dtypes, out_dtypes):
+    """``call`` taking and giving narrow float arrays, which the program holds as bits."""
+
+    def bits(value, dtype):
+        if dtypes.is_narrow_float(dtype) and getattr(value, "dtype", None) == dtype:
+            return value.view(dtypes.uint16)
+        return value
+
+    def narrow_float_call(*args):
+        results = call(*[bits(x, d) for x, d in zip(args, in_dtypes, strict=False)])
+        return tuple(
+            r.view(d) if dtypes.is_narrow_float(d) else r
+            for r, d in zip(results, out_dtypes, strict=True)
+        )
+
+    return narrow_float_call

@@ -13,12 +13,15 @@ and vectorise:
 - ``maximum``/``minimum``: ``llvm.maximum``/``llvm.minimum`` (NaN-propagating, as
   ``np.maximum``), vectorisable as elementwise ops and as reductions.
 - ``div_trunc``/``rem_trunc``: ``sdiv``/``srem`` guarded against division by zero (result
-  0, as NumPy) and ``INT_MIN / -1`` (wraps, as NumPy), both undefined in LLVM.
+  0, as NumPy) and ``INT_MIN / -1`` (wraps, as NumPy), both undefined in LLVM;
+  ``udiv``/``urem`` for unsigned integers.
 - ``fmod``: ``frem``, C's fmod.
 - ``select``: ``on_true if predicate else on_false`` without a branch, so it vectorises
   (and Numba's front end, which gives every branch its own blocks, has less to do).
 - ``compensated_add``/``compensated_total``: Neumaier summation of the block sums of a
   float64 sum (see ``reductions``).
+- ``complex_div``: NumPy's complex division (Smith's algorithm, and a zero divisor gives
+  inf and NaN parts), where Numba's raises ZeroDivisionError.
 """
 
 from __future__ import annotations
@@ -131,6 +134,11 @@ def _guarded_integer_division(instruction: str):
         def codegen(context, builder, signature, args):
             a, b = args
             zero, one = ir.Constant(a.type, 0), ir.Constant(a.type, 1)
+            if not signature.args[0].signed:  # udiv/urem: only a zero divisor is special
+                is_zero = builder.icmp_unsigned("==", b, zero)
+                unsigned = "udiv" if instruction == "sdiv" else "urem"
+                quotient = getattr(builder, unsigned)(a, builder.select(is_zero, one, b))
+                return builder.select(is_zero, zero, quotient)
             minus_one = ir.Constant(a.type, -1)
             is_zero = builder.icmp_signed("==", b, zero)
             is_minus_one = builder.icmp_signed("==", b, minus_one)
@@ -217,3 +225,20 @@ def integer_pow(x, y, one):
         base = base * base
         y >>= 1
     return result
+
+
+@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
+def complex_div(a, b):
+    """``a / b`` as NumPy's complex loops compute it (in complex128)."""
+    a, b = complex(a), complex(b)
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    abs_br, abs_bi = abs(br), abs(bi)
+    if abs_br >= abs_bi:
+        if abs_br == 0.0 and abs_bi == 0.0:
+            return complex(ar / abs_br, ai / abs_bi)
+        ratio = bi / br
+        scale = 1.0 / (br + bi * ratio)
+        return complex((ar + ai * ratio) * scale, (ai - ar * ratio) * scale)
+    ratio = br / bi
+    scale = 1.0 / (bi + br * ratio)
+    return complex((ar * ratio + ai) * scale, (ai * ratio - ar) * scale)

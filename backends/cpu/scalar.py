@@ -23,6 +23,7 @@ from ...ir import dtypes
 from .. import source as escape
 
 INTRINSICS = "numbax.backends.cpu.intrinsics"
+NARROW_FLOATS = "numbax.backends.cpu.narrow_floats"
 MATHLIB = "numbax.backends.cpu.mathlib"
 FASTMATH_PRIMITIVES = ("exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos")
 
@@ -50,9 +51,17 @@ def emitter(*names: str):
 
 
 def dtype_source(dtype) -> str:
-    """``np.float32`` for float32: the dtype as generated code names it."""
-    dtype = np.dtype(dtype)
+    """``np.float32`` for float32: the dtype as generated code names it. A narrow float
+    is held as its bits, ``np.uint16`` (Numba has no float16 on the CPU; see
+    ``narrow_floats``)."""
+    dtype = storage_dtype(dtype)
     return f"np.{'bool_' if dtype == dtypes.bool_ else dtype.name}"
+
+
+def storage_dtype(dtype) -> np.dtype:
+    """The dtype generated code stores ``dtype`` as: uint16 bits for float16 and bfloat16."""
+    dtype = np.dtype(dtype)
+    return dtypes.uint16 if dtypes.is_narrow_float(dtype) else dtype
 
 
 def cast(dtype: np.dtype, expression: str) -> str:
@@ -60,12 +69,17 @@ def cast(dtype: np.dtype, expression: str) -> str:
 
 
 def _narrow(dtype: np.dtype, expression: str) -> str:
-    """Numba computes int32 arithmetic in int64; wrap the result back, as NumPy does."""
-    return cast(dtype, expression) if dtype == dtypes.int32 else expression
+    """Numba computes arithmetic on integers narrower than 64 bits in 64 bits; wrap the
+    result back, as NumPy does (uint8 200 + 100 is 44)."""
+    return cast(dtype, expression) if dtype.kind in "iu" and dtype.itemsize < 8 else expression
 
 
 def _is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f"
+    return dtypes.is_float(dtype)
+
+
+def _is_complex(dtype: np.dtype) -> bool:
+    return dtype.kind == "c"
 
 
 # --- unary ------------------------------------------------------------------------------
@@ -73,6 +87,8 @@ def _is_float(dtype: np.dtype) -> bool:
 
 @emitter(*FASTMATH_PRIMITIVES)
 def _fastmath(ctx, dtype, out_dtype, x, *, prim):
+    if _is_complex(dtype):  # Numba's NumPy ufuncs of complex scalars: cmath's functions
+        return f"np.{prim}({x})"
     return f"{ctx.function(MATHLIB, _fastmath_name(prim, dtype))}({x})"
 
 
@@ -143,6 +159,8 @@ def _arithmetic(ctx, dtype, out_dtype, x, y, *, prim):
 def _div(ctx, dtype, out_dtype, x, y, **_):
     if _is_float(dtype):
         return f"({x} / {y})"  # IEEE: the backend compiles with error_model="numpy"
+    if _is_complex(dtype):
+        return cast(dtype, f"{ctx.function(INTRINSICS, 'complex_div')}({x}, {y})")
     return f"{ctx.function(INTRINSICS, 'div_trunc')}({x}, {y})"
 
 
@@ -226,6 +244,15 @@ def _select(ctx, dtype, out_dtype, predicate, on_true, on_false, **_):
 def _convert(ctx, dtype, out_dtype, x, **_):
     if out_dtype == dtype:
         return x
+    if dtypes.is_narrow_float(dtype):  # its bits, widened exactly: then as from float32
+        widen = ctx.function(NARROW_FLOATS, f"{_narrow_name(dtype)}_to_float32")
+        x, dtype = f"{widen}({x})", dtypes.float32
+        if out_dtype == dtype:
+            return x
+    if dtypes.is_narrow_float(out_dtype):
+        if dtype != dtypes.float64:
+            x = cast(dtypes.float32, x)  # exact for every value a narrow float can hold
+        return f"{ctx.function(NARROW_FLOATS, f'{_narrow_name(out_dtype)}_from_float')}({x})"
     if out_dtype == dtypes.bool_:
         return f"({x} != {ctx.constant(0, dtype)})"
     if _is_float(dtype) and out_dtype.kind in "iu":
@@ -233,6 +260,26 @@ def _convert(ctx, dtype, out_dtype, x, **_):
         in_range = f"{x} >= {ctx.constant(low, dtype)} and {x} < {ctx.constant(high, dtype)}"
         return f"({cast(out_dtype, x)} if {in_range} else {ctx.constant(invalid, out_dtype)})"
     return cast(out_dtype, x)
+
+
+# --- complex ----------------------------------------------------------------------------
+
+
+@emitter("real", "imag")
+def _part(ctx, dtype, out_dtype, x, *, prim):
+    if _is_complex(dtype):
+        return f"{x}.{prim}"
+    return x if prim == "real" else ctx.constant(0, out_dtype)
+
+
+@emitter("conj")
+def _conj(ctx, dtype, out_dtype, x, **_):
+    return f"{x}.conjugate()" if _is_complex(dtype) else x
+
+
+@emitter("complex")
+def _complex(ctx, dtype, out_dtype, x, y, **_):
+    return cast(out_dtype, f"complex({x}, {y})")
 
 
 def emit(ctx: ScalarContext, prim: str, in_dtype, out_dtype, args, params) -> str:
@@ -243,7 +290,15 @@ def emit(ctx: ScalarContext, prim: str, in_dtype, out_dtype, args, params) -> st
     return fn(ctx, in_dtype, out_dtype, *args, prim=prim, **params)
 
 
+def _narrow_name(dtype: np.dtype) -> str:
+    return "float16" if dtype == dtypes.float16 else "bfloat16"
+
+
 def literal_source(value, dtype: np.dtype) -> str:
-    """Python source for a scalar constant of ``dtype``, exact (round-trips every float)."""
+    """Python source for a scalar constant of ``dtype``, exact (round-trips every float);
+    a narrow float's is its bits."""
+    if dtypes.is_narrow_float(dtype):
+        bits = int(np.asarray(value, dtype=dtype).view(dtypes.uint16))
+        return cast(dtypes.uint16, escape.number(bits, dtypes.uint16, "np"))
     text = escape.number(value, dtype, "np")
     return text if dtype == dtypes.bool_ else cast(dtype, text)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import dtypes
+from ...ir.errors import NumbaxTypeError
 from .. import source as escape
 
 TYPE_NAMES = {
@@ -21,11 +22,25 @@ TYPE_NAMES = {
     dtypes.int32: "int32",
     dtypes.int64: "int64",
     dtypes.bool_: "boolean",
+    dtypes.complex64: "complex64",
+    dtypes.complex128: "complex128",
 }
+# float16 is native on the GPU (``ld.global.u16`` + ``cvt.f32.f16``); the narrow_floats
+# pass leaves conversions as the only operations on it.
+TYPE_NAMES.update({dtypes.float16: "float16", dtypes.int8: "int8", dtypes.int16: "int16"})
+TYPE_NAMES.update({dtypes.uint8: "uint8", dtypes.uint16: "uint16", dtypes.uint32: "uint32"})
+TYPE_NAMES[dtypes.uint64] = "uint64"
 
 
 def type_name(dtype) -> str:
-    return TYPE_NAMES[np.dtype(dtype)]
+    dtype = np.dtype(dtype)
+    if dtype not in TYPE_NAMES:
+        raise NumbaxTypeError(
+            f"the cuda backend has no {dtype} (Numba's CUDA target has no bfloat16 type); "
+            "convert to float16 or float32 on the way in (x.astype(np.float16)), or use the "
+            "cpu backend"
+        )
+    return TYPE_NAMES[dtype]
 
 
 def constant(value, dtype) -> str:
@@ -44,8 +59,12 @@ def cast(expr: str, dtype) -> str:
 
 
 def wrap(expr: str, dtype) -> str:
-    """Integer arithmetic result in ``dtype``: int32 wraps around like NumPy's."""
-    return f"int32({expr})" if np.dtype(dtype) == dtypes.int32 else f"({expr})"
+    """Integer arithmetic result in ``dtype``: Numba computes integers narrower than 64
+    bits in 64 bits, and the cast back wraps around like NumPy's (uint8 200 + 100 is 44)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu" and dtype.itemsize < 8:
+        return f"{type_name(dtype)}({expr})"
+    return f"({expr})"
 
 
 def libdevice(name: str, dtype, *args: str) -> str:
@@ -213,6 +232,10 @@ def _convert(args, eqn):
     new, old, (x,) = np.dtype(eqn.params["new_dtype"]), _dtype(eqn), args
     if new == old:
         return x
+    if old == dtypes.float16:  # widened exactly first: then as from float32
+        x, old = cast(x, dtypes.float32), dtypes.float32
+        if new == old:
+            return x
     if old.kind == "f" and new.kind in "iu":  # defined for every float, as on the CPU
         low, high, invalid = dtypes.float_to_integer_bounds(new)
         in_range = f"{x} >= {constant(low, old)} and {x} < {constant(high, old)}"
@@ -239,3 +262,6 @@ def _integer_pow(args, eqn):
     else:
         power = wrap(f"{x} ** {escape.number(abs(y), dtypes.int64, 'math')}", dtype)
     return power if y > 0 else f"({one} / {power})"
+
+
+from . import complex as _complex  # noqa: E402, F401 - adds the complex rules to the table

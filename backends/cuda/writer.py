@@ -31,7 +31,8 @@ from .scalar import SCALAR_RULES, constant
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^-?\d+$")
 _CONSTANT = re.compile(
-    r"^(float32|float64|int32|int64)\(-?(\d[\w.+-]*|math\.inf|math\.nan)\)$|^(True|False)$"
+    r"^(float16|float32|float64|u?int8|u?int16|u?int32|u?int64)"
+    r"\(-?(\d[\w.+-]*|math\.inf|math\.nan)\)$|^(True|False)$"
 )
 
 

@@ -475,12 +475,16 @@ def test_results_stay_on_the_device(rng, monkeypatch):
     np.testing.assert_allclose(np.asarray(z), ((x * 2 + 1) * x).sum(0), rtol=1e-5)
 
 
-def test_device_argument_of_another_dtype_is_an_error(rng):
+def test_device_argument_of_a_narrow_dtype_keeps_it(rng):
+    """A float16 device array is a float16 argument (it used to be refused, numbax then
+    having no float16): the result stays float16 on the device."""
     from numba import cuda
 
-    f = numbax.jit(lambda x: x + 1, backend="cuda")
-    with pytest.raises(numbax.NumbaxTypeError, match="device array of type float16"):
-        f(cuda.to_device(np.ones(3, np.float16)))
+    f = numbax.jit(lambda x: x * 3 + 1, backend="cuda")
+    x = np.arange(3, dtype=np.float16)
+    y = np.asarray(f(cuda.to_device(x)).copy_to_host())
+    assert y.dtype == np.float16
+    np.testing.assert_array_equal(y, x * 3 + 1)
 
 
 def test_generated_source_is_named_and_commented(rng):

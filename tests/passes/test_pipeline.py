@@ -26,8 +26,15 @@ def program(x):
 
 def test_pipeline_reads_like_the_table_of_contents():
     names = [stage.name for stage in passes.PIPELINE]
-    assert names == ["inline", "cleanup", "fusion", "fused_cleanup", "memory_plan"]
-    cleanup = passes.PIPELINE[1]
+    assert names == [
+        "inline",
+        "narrow_floats",
+        "cleanup",
+        "fusion",
+        "fused_cleanup",
+        "memory_plan",
+    ]
+    cleanup = passes.PIPELINE[2]
     assert [p.name for p in cleanup.passes] == [
         "constant_fold",
         "control_flow",
@@ -44,7 +51,7 @@ def test_log_records_every_pass_in_order_until_the_fixed_point():
     ran = [(r.group, r.name) for r in log]
     assert ran[0] == (None, "inline")
     rounds = [r.round for r in log if r.group == "cleanup"]
-    assert rounds == sorted(rounds) and len(rounds) % len(passes.PIPELINE[1].passes) == 0
+    assert rounds == sorted(rounds) and len(rounds) % len(passes.PIPELINE[2].passes) == 0
     last_round = [r for r in log if r.group == "cleanup" and r.round == rounds[-1]]
     assert not any(r.changed for r in last_round)  # it stopped at the fixed point
     assert any(r.changed for r in log if r.group == "cleanup" and r.round == 1)
@@ -91,7 +98,7 @@ def test_dump_writes_one_file_per_pass_in_order(tmp_path):
     pictures = sorted(f for f in os.listdir(tmp_path) if not f.endswith(".txt"))
     assert pictures == [f.replace(".txt", ".dot") for f in files[:-1]]  # not the analysis
     assert files[0] == "00_input.txt"
-    assert files[1:3] == ["01_inline.txt", "02_constant_fold.txt"]
+    assert files[1:4] == ["01_inline.txt", "02_narrow_floats.txt", "03_constant_fold.txt"]
     assert files[-1] == f"{len(log) + 1:02d}_memory_plan.txt"
     assert len(files) == len(log) + 2
     fusion_file = next(f for f in files if f.endswith("_fusion.txt"))
@@ -105,7 +112,7 @@ def test_numbax_dump_writes_a_folder_per_program(tmp_path, monkeypatch):
     passes.optimize(trace(program, x3), name="second")
     folders = sorted(os.listdir(tmp_path))
     assert [f.split("_", 1)[1] for f in folders] == ["first", "second"]
-    assert "04_simplify.txt" in os.listdir(tmp_path / folders[0])
+    assert "05_simplify.txt" in os.listdir(tmp_path / folders[0])
 
 
 def test_lowered_prints_the_fused_program():

@@ -67,7 +67,7 @@ def counts(dtype, shape, rng):
 
 
 def assert_same(actual, expected, where=""):
-    """Same values and dtype; NumPy's int8 (a bool shifted) is numbax's int32."""
+    """Same values and dtype (NumPy's int8 for a bool shifted included)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.dtype == canonicalize(expected.dtype), (where, actual.dtype, expected.dtype)
     np.testing.assert_array_equal(actual, expected, err_msg=str(where))

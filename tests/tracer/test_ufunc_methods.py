@@ -24,8 +24,8 @@ from finite_differences import check_derivatives  # noqa: E402
 
 
 def _same(actual, expected, rtol=1e-12):
-    """NumPy's int8 loops of bools are numbax's int32 (a dtype numbax widens); the cuda
-    backend's results are device arrays."""
+    """Same dtype (NumPy's int8 loops of bools included) and values; the cuda backend's
+    results are device arrays."""
     expected = np.asarray(expected)
     actual = actual.copy_to_host() if hasattr(actual, "copy_to_host") else actual
     assert isinstance(actual, np.ndarray)

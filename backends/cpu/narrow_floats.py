@@ -1,0 +1,88 @@
+"""float16 and bfloat16 in generated CPU code: stored as their bit patterns, computed in
+float32.
+
+Numba has no float16 or bfloat16 type on the CPU, so the generated program holds a narrow
+float as its 16 bits (a ``uint16``, arrays included) and the ``narrow_floats`` pass has
+left conversions as the only operations that read or make one. These are the
+conversions, as LLVM instructions:
+
+- float16: ``fpext``/``fptrunc`` through LLVM's ``half`` (one ``vcvtph2ps``/``vcvtps2ph``
+  on x86-64 with F16C), rounding to nearest even, as NumPy's ``npy_float_to_half``. A
+  float64 rounds to float16 directly (``fptrunc double to half``), as NumPy casts it:
+  through float32 it would round twice.
+- bfloat16: the upper half of a float32's bits (widening is a shift); narrowing rounds
+  to nearest even and keeps NaNs quiet, as ml_dtypes does, and a float64 goes through
+  float32, as ml_dtypes' cast does.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+_HALF = ir.HalfType()
+_I16 = ir.IntType(16)
+_I32 = ir.IntType(32)
+_F32 = ir.FloatType()
+
+
+def _is_bits(value) -> bool:
+    return isinstance(value, types.Integer) and value.bitwidth == 16 and not value.signed
+
+
+@intrinsic
+def float16_to_float32(typingctx, bits):
+    if not _is_bits(bits):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.bitcast(args[0], _HALF), _F32)
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def float16_from_float(typingctx, x):
+    if x not in (types.float32, types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], _HALF), _I16)
+
+    return types.uint16(x), codegen
+
+
+@intrinsic
+def bfloat16_to_float32(typingctx, bits):
+    if not _is_bits(bits):
+        return None
+
+    def codegen(context, builder, signature, args):
+        wide = builder.shl(builder.zext(args[0], _I32), ir.Constant(_I32, 16))
+        return builder.bitcast(wide, _F32)
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def bfloat16_from_float(typingctx, x):
+    if x not in (types.float32, types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = args[0] if x == types.float32 else builder.fptrunc(args[0], _F32)
+        bits = builder.bitcast(value, _I32)
+        # Round to nearest even: add 0x7fff plus the lowest kept bit, then truncate.
+        lowest_kept = builder.and_(builder.lshr(bits, ir.Constant(_I32, 16)), ir.Constant(_I32, 1))
+        rounded = builder.add(bits, builder.add(ir.Constant(_I32, 0x7FFF), lowest_kept))
+        narrowed = builder.trunc(builder.lshr(rounded, ir.Constant(_I32, 16)), _I16)
+        # A NaN keeps its sign and top payload bits and is made quiet (the rounding add
+        # could carry a NaN's payload into the exponent and make it an infinity).
+        quiet_nan = builder.or_(
+            builder.trunc(builder.lshr(bits, ir.Constant(_I32, 16)), _I16), ir.Constant(_I16, 0x40)
+        )
+        is_nan = builder.fcmp_unordered("uno", value, value)
+        return builder.select(is_nan, quiet_nan, narrowed)
+
+    return types.uint16(x), codegen
