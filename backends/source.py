@@ -8,7 +8,8 @@ code. Every such value reaches generated source through one of these functions:
 - ``identifier``: a name in code (functions, modules), reduced to ``[A-Za-z0-9_]``;
 - ``comment``: text after ``#``, on one line whatever it holds;
 - ``docstring``: the body of a triple-quoted string that decodes back to the text;
-- ``number``: a scalar as a numeric literal of its dtype, with inf and nan by name.
+- ``number``: a scalar as a numeric literal of its dtype, with inf and nan by name
+  (a complex one as ``complex(re, im)``).
 
     >>> comment("x.py:1\\nimport os")
     'x.py:1\\\\nimport os'
@@ -74,9 +75,12 @@ def number(value, dtype, module: str) -> str:
     the generated module imports). The value is converted to the dtype first, so what is
     written is always a number, whatever was passed in."""
     dtype = np.dtype(dtype)
-    if dtype.kind not in "biuf":
+    if dtype.kind not in "biufc":
         raise TypeError(f"no literal for dtype {dtype}")
     value = np.asarray(value).astype(dtype).item()
+    if dtype.kind == "c":  # complex(re, im): each part a float literal, inf and nan too
+        parts = (number(part, np.float64, module) for part in (value.real, value.imag))
+        return "complex({}, {})".format(*parts)
     if dtype.kind == "b":
         return repr(bool(value))
     if dtype.kind in "iu":

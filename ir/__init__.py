@@ -2,9 +2,11 @@
 
 from . import (  # noqa: F401
     callbacks,
+    complex,
     control_flow,
     dtypes,
     elementwise,
+    fft,
     higher_order,
     linalg,
     reductions,

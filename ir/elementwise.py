@@ -46,7 +46,7 @@ def _quiet(fn):
 
 def _unary_rule(name, allowed_kinds):
     def rule(x: ShapedArray) -> ShapedArray:
-        check(x.dtype.kind in allowed_kinds, name, f"unsupported dtype {x.dtype}")
+        check(dtypes.kind(x.dtype) in allowed_kinds, name, f"unsupported dtype {x.dtype}")
         return x
 
     return rule
@@ -55,7 +55,7 @@ def _unary_rule(name, allowed_kinds):
 def _binary_rule(name, allowed_kinds, out_dtype=None):
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
         dtype = _same_dtype(name, (x, y))
-        check(dtype.kind in allowed_kinds, name, f"unsupported dtype {dtype}")
+        check(dtypes.kind(dtype) in allowed_kinds, name, f"unsupported dtype {dtype}")
         return ShapedArray(_common_shape(name, (x, y)), out_dtype or dtype)
 
     return rule
@@ -63,6 +63,9 @@ def _binary_rule(name, allowed_kinds, out_dtype=None):
 
 FLOAT = "f"
 NUMERIC = "fiu"
+# Complex too: the functions NumPy (and Numba, through cmath) define on complex numbers.
+INEXACT = "fc"
+ARITHMETIC = "fiuc"
 ANY = "fiub"
 INTEGRAL = "iub"
 INTEGER = "iu"
@@ -78,18 +81,18 @@ def _rsqrt(x):
 
 # name: (NumPy reference, accepted dtype kinds, expensive, differentiable)
 UNARY = {
-    "neg": (np.negative, NUMERIC, False, True),
-    "exp": (np.exp, FLOAT, True, True),
-    "log": (np.log, FLOAT, True, True),
+    "neg": (np.negative, ARITHMETIC, False, True),
+    "exp": (np.exp, INEXACT, True, True),
+    "log": (np.log, INEXACT, True, True),
     "log1p": (np.log1p, FLOAT, True, True),
     "expm1": (np.expm1, FLOAT, True, True),
-    "sin": (np.sin, FLOAT, True, True),
-    "cos": (np.cos, FLOAT, True, True),
-    "tanh": (np.tanh, FLOAT, True, True),
+    "sin": (np.sin, INEXACT, True, True),
+    "cos": (np.cos, INEXACT, True, True),
+    "tanh": (np.tanh, INEXACT, True, True),
     "logistic": (_logistic, FLOAT, True, True),
-    "sqrt": (np.sqrt, FLOAT, True, True),
-    "rsqrt": (_rsqrt, FLOAT, True, True),
-    "abs": (np.abs, NUMERIC, False, True),
+    "sqrt": (np.sqrt, INEXACT, True, True),
+    "rsqrt": (_rsqrt, INEXACT, True, True),
+    "abs": (np.abs, ARITHMETIC, False, True),
     "sign": (np.sign, NUMERIC, False, False),
     "floor": (np.floor, FLOAT, False, False),
     "ceil": (np.ceil, FLOAT, False, False),
@@ -97,11 +100,17 @@ UNARY = {
     "not": (np.invert, INTEGRAL, False, False),
 }
 
+
+def _abs_rule(x: ShapedArray) -> ShapedArray:
+    check(dtypes.kind(x.dtype) in ARITHMETIC, "abs", f"unsupported dtype {x.dtype}")
+    return ShapedArray(x.shape, dtypes.real_dtype(x.dtype))  # |complex| is real
+
+
 for _name, (_fn, _kinds, _expensive, _diff) in UNARY.items():
     register(
         _name,
         Pattern.ELEMENTWISE,
-        _unary_rule(_name, _kinds),
+        _abs_rule if _name == "abs" else _unary_rule(_name, _kinds),
         _quiet(_fn),
         expensive=_expensive,
         differentiable=_diff,
@@ -109,7 +118,7 @@ for _name, (_fn, _kinds, _expensive, _diff) in UNARY.items():
 
 
 def _div(x, y):
-    if x.dtype.kind == "f":
+    if dtypes.kind(x.dtype) in INEXACT:
         return np.true_divide(x, y)
     # Integer division truncates toward zero, as in C and lax.div.
     quotient = np.floor_divide(x, y)
@@ -118,11 +127,11 @@ def _div(x, y):
 
 
 BINARY = {
-    "add": (np.add, NUMERIC, False, True),
-    "sub": (np.subtract, NUMERIC, False, True),
-    "mul": (np.multiply, NUMERIC, False, True),
-    "div": (_div, NUMERIC, True, True),
-    "pow": (np.power, FLOAT, True, True),
+    "add": (np.add, ARITHMETIC, False, True),
+    "sub": (np.subtract, ARITHMETIC, False, True),
+    "mul": (np.multiply, ARITHMETIC, False, True),
+    "div": (_div, ARITHMETIC, True, True),
+    "pow": (np.power, INEXACT, True, True),
     "max": (np.maximum, ANY, False, True),
     "min": (np.minimum, ANY, False, True),
     "atan2": (np.arctan2, FLOAT, True, True),
@@ -157,21 +166,22 @@ for _name, _fn in COMPARISONS.items():
     register(
         _name,
         Pattern.ELEMENTWISE,
-        _binary_rule(_name, ANY, out_dtype=dtypes.bool_),
+        # Complex numbers are not ordered: only equality compares them.
+        _binary_rule(_name, ANY + "c" if _name in ("eq", "ne") else ANY, out_dtype=dtypes.bool_),
         _quiet(_fn),
         differentiable=False,
     )
 
 
 def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:
-    check(x.dtype.kind in NUMERIC, "integer_pow", f"unsupported dtype {x.dtype}")
+    check(dtypes.kind(x.dtype) in ARITHMETIC, "integer_pow", f"unsupported dtype {x.dtype}")
     check(isinstance(y, int), "integer_pow", f"exponent must be a Python int, got {y!r}")
-    check(y >= 0 or x.dtype.kind == "f", "integer_pow", "negative power of an integer")
+    check(y >= 0 or dtypes.kind(x.dtype) in INEXACT, "integer_pow", "negative power of an integer")
     return x
 
 
 def _integer_pow(x, *, y):
-    return np.power(x, x.dtype.type(y)) if x.dtype.kind == "f" else np.power(x, y)
+    return np.power(x, x.dtype.type(y)) if dtypes.kind(x.dtype) in INEXACT else np.power(x, y)
 
 
 register("integer_pow", Pattern.ELEMENTWISE, _integer_pow_rule, _quiet(_integer_pow))
@@ -187,6 +197,9 @@ register("select", Pattern.ELEMENTWISE, _select_rule, np.where)
 
 
 def _convert_rule(x: ShapedArray, *, new_dtype) -> ShapedArray:
+    # Which part a complex number keeps is said with ``real``, never by a conversion.
+    dropping = dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype)
+    check(not dropping, "convert_element_type", f"{x.dtype} to {new_dtype}: take real first")
     return ShapedArray(x.shape, new_dtype)
 
 

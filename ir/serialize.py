@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dtypes, elementwise, higher_order, reductions, structural
+from . import dtypes, elementwise, fft, higher_order, reductions, structural
 from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from .errors import SerializationError, TypecheckError
 from .primitive import PRIMITIVES
@@ -80,6 +80,8 @@ def _dump_jaxpr(jaxpr: Jaxpr) -> dict:
 
 def _dump_scalar(value):
     value = np.asarray(value).item()
+    if isinstance(value, complex):  # [re, im], each written as a float literal is
+        return [_dump_scalar(value.real), _dump_scalar(value.imag)]
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)  # 'nan', 'inf', '-inf': JSON has no literal for them
     return value
@@ -209,6 +211,13 @@ def _load_scalar(value, dtype: np.dtype):
             f"{brief(value)}",
         )
         return np.array(value, dtype)
+    if dtypes.is_complex(dtype):
+        expect(
+            isinstance(value, list) and len(value) == 2,
+            f"a {dtype} literal must be a list [re, im], not {brief(value)}",
+        )
+        parts = [_load_scalar(part, dtypes.real_dtype(dtype)) for part in value]
+        return np.array(complex(parts[0], parts[1]), dtype)
     if isinstance(value, str):
         expect(value in _NON_FINITE, f"bad float literal {brief(value)}")
         return np.array(float(value), dtype)
@@ -380,6 +389,11 @@ SIGNATURES: dict[str, Signature] = {
     "cumsum": Signature(1, {"axis": COUNT, "reverse": BOOL}),
     "sort": Signature(1, {"dimension": COUNT, "is_stable": BOOL, "num_keys": COUNT}, variadic=True),
     "dot_general": Signature(2, {"dimension_numbers": DIMENSION_NUMBERS}),
+    "real": Signature(1),
+    "imag": Signature(1),
+    "conj": Signature(1),
+    "complex": Signature(2),
+    "fft": Signature(1, {"fft_type": _one_of(*fft.FFT_TYPES), "fft_lengths": COUNTS}),
     "cholesky": Signature(1),
     "triangular_solve": Signature(2, {"lower": BOOL, "transpose_a": BOOL, "unit_diagonal": BOOL}),
     "lu": Signature(1),

@@ -86,6 +86,9 @@ def integral_power(eqn, ctx):
     value = literal_value(c)
     if value is None or same_type(eqn, x) is None or not np.isfinite(value):
         return None
+    if np.imag(value) != 0:  # a complex exponent
+        return None
+    value = np.real(value)
     if float(value).is_integer() and abs(value) <= MAX_INTEGER_POWER:
         return ctx.emit("integer_pow", [x], y=int(value))
     return None

@@ -102,6 +102,8 @@ def is_literal(atom: Atom, value: float, *, negative_zero: bool | None = None) -
         return False
     if negative_zero is not None and val.dtype.kind == "f":
         return bool(np.signbit(val)) == negative_zero
+    if negative_zero is not None and val.dtype.kind == "c":  # both parts' zeros signed so
+        return bool(np.signbit(val.real)) == bool(np.signbit(val.imag)) == negative_zero
     return True
 
 

@@ -95,11 +95,33 @@ class _TracingNumPy(types.ModuleType):
         return getattr(np, name)
 
 
+def _scalar_type(numpy_type):
+    """``np.complex128`` as a traced function sees it: called on a traced array it is
+    ``x.astype(np.complex128)``, as NumPy's is on an array; anything else is NumPy's
+    (a subclass, so ``dtype=np.complex128`` still means complex128)."""
+
+    def __new__(cls, *args, **kwargs):
+        if _has_tracer(args, kwargs):
+            from . import numpy_api
+
+            return numpy_api.asarray(*args).astype(numpy_type)
+        return numpy_type(*args, **kwargs)
+
+    return type(numpy_type.__name__, (numpy_type,), {"__new__": __new__})
+
+
+# Scalar types that build complex numbers from traced ones (np.complex128(x)).
+_SCALAR_TYPES = ("complex64", "complex128")
+
 NUMPY = _TracingNumPy("numpy", np.__doc__)
 for _name in _CREATION:
     setattr(NUMPY, _name, _creating(_name))
+for _name in _SCALAR_TYPES:
+    setattr(NUMPY, _name, _scalar_type(getattr(np, _name)))
 # A creation function imported by name (``from numpy import zeros``) is replaced too.
-_REPLACED = {id(np): NUMPY} | {id(getattr(np, name)): getattr(NUMPY, name) for name in _CREATION}
+_REPLACED = {id(np): NUMPY} | {
+    id(getattr(np, name)): getattr(NUMPY, name) for name in (*_CREATION, *_SCALAR_TYPES)
+}
 
 
 class _TracedGlobals(dict):

@@ -19,7 +19,7 @@ from . import lax
 from .core import Tracer
 from .source_info import user_frame_info
 
-Scalar = (bool, int, float)
+Scalar = (bool, int, float, complex)
 
 
 def is_array(x) -> bool:
@@ -57,7 +57,8 @@ def operand(x):
 
 
 def is_python_scalar(x) -> bool:
-    """A Python bool, int or float: weakly typed (np.float64 subclasses float but is not)."""
+    """A Python bool, int, float or complex: weakly typed (np.float64 subclasses float but
+    is not)."""
     return isinstance(x, Scalar) and not isinstance(x, np.generic)
 
 
@@ -212,7 +213,7 @@ def shape_of(x) -> tuple[int, ...]:
     return tuple(np.shape(x)) if not isinstance(x, Tracer) else x.shape
 
 
-_WEAK_STAND_INS = {"f": 0.0, "i": 0, "b": False}
+_WEAK_STAND_INS = {"c": 0j, "f": 0.0, "i": 0, "b": False}
 
 
 def _promotion_operand(x):

@@ -77,8 +77,18 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     return pullback.main_output(), pullback
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def value_and_grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
     """``fun``'s value and its gradient with respect to the arguments ``argnums``.
+
+    Complex arguments follow JAX: the gradient of a real ``fun`` of ``z = x + iy`` is
+    ``df/dx - i df/dy`` (the conjugate of the steepest-ascent direction); with
+    ``holomorphic=True`` a complex ``fun`` of complex arguments gets its derivative
+    ``f'(z)``.
 
     >>> import numbax
     >>> numbax.value_and_grad(lambda x, y: (x + y) * y, argnums=(0, 1))(2.0, 3.0)
@@ -89,9 +99,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     # updated=(): a jitted ``fun``'s attributes (its caches) are not the wrapper's.
     @functools.wraps(fun, updated=())
     def value_and_grad_fun(*args, **kwargs):
-        traced = trace_with_respect_to(fun, args, kwargs, argnums, name)
+        traced = trace_with_respect_to(fun, args, kwargs, argnums, name, holomorphic)
         main_tree, aux_tree = split_aux(traced, has_aux)
-        _check_scalar_output(traced, main_tree, name)
+        _check_scalar_output(traced, main_tree, name, holomorphic)
         pullback = Pullback(traced, main_tree)
         value = pullback.main_output()
         grads = pullback(np.ones((), traced.closed.jaxpr.outvars[0].aval.dtype))
@@ -103,15 +113,22 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     return value_and_grad_fun
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
     """The gradient of a scalar-valued ``fun`` with respect to the arguments ``argnums``
     (an int, or a tuple for a tuple of gradients; each may be any pytree of arrays).
 
     >>> import numpy as np, numbax
     >>> numbax.grad(lambda x: np.sum(np.sin(x) * x**2))(np.zeros(2))
     array([0., 0.])
+    >>> numbax.grad(lambda z: np.real(z * np.conj(z)))(3 + 4j)  # JAX: df/dx - i df/dy
+    array(6.-8.j)
     """
-    value_and_grad_fun = value_and_grad(fun, argnums, has_aux)
+    value_and_grad_fun = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun, updated=())
     def grad_fun(*args, **kwargs):
@@ -168,12 +185,14 @@ class Pullback:
         return args
 
 
-def trace_with_respect_to(fun: Callable, args, kwargs, argnums, name: str) -> Traced:
+def trace_with_respect_to(
+    fun: Callable, args, kwargs, argnums, name: str, holomorphic: bool = False
+) -> Traced:
     """Trace ``fun`` as a function of the arguments at ``argnums`` (the others, and the
     keyword arguments, are constants of the trace)."""
     positions = _argnum_positions(argnums, len(args), name)
     for i in positions:
-        _check_differentiable_argument(fun, args[i], i, name)
+        _check_differentiable_argument(fun, args[i], i, name, holomorphic)
 
     traced_fun = tracing_numpy(fun)  # its np.zeros(...) are traced arrays
 
@@ -220,15 +239,25 @@ def _argnum_positions(argnums, num_args: int, name: str) -> tuple[int, ...]:
     return tuple(i % num_args for i in positions)
 
 
-def _check_differentiable_argument(fun, arg, position: int, name: str) -> None:
+def _check_differentiable_argument(
+    fun, arg, position: int, name: str, holomorphic: bool = False
+) -> None:
     for leaf in tree_flatten(arg)[0]:
         aval, _ = argument_aval(leaf)
-        if not dtypes.is_float(aval.dtype):
+        if holomorphic and not dtypes.is_complex(aval.dtype):
+            raise _error(
+                GradientError,
+                f"grad of {name} with holomorphic=True needs complex arguments, but argument "
+                f"{position}{_parameter_name(fun, position)} is {aval.str_short()}: pass "
+                "x.astype(complex), or drop holomorphic=True for a real argument.",
+            )
+        if not dtypes.is_inexact(aval.dtype):
             raise _error(
                 GradientError,
                 f"grad of {name} with respect to argument {position}"
                 f"{_parameter_name(fun, position)}, which has dtype {aval.dtype} "
-                f"({aval.str_short()}): only floating-point arguments have gradients. Pass "
+                f"({aval.str_short()}): only floating-point and complex arguments have "
+                "gradients. Pass "
                 "a float array (x.astype(float), or 2.0 rather than 2), or leave the argument "
                 "out of argnums.",
             )
@@ -247,7 +276,7 @@ def _parameter_name(fun, position: int) -> str:
     return ""
 
 
-def _check_scalar_output(traced: Traced, main_tree, name: str) -> None:
+def _check_scalar_output(traced: Traced, main_tree, name: str, holomorphic: bool = False) -> None:
     outvars = traced.closed.jaxpr.outvars
     if main_tree.num_leaves != 1 or main_tree.kind != "leaf":
         raise _error(
@@ -257,12 +286,30 @@ def _check_scalar_output(traced: Traced, main_tree, name: str) -> None:
             "for a vector-Jacobian product.",
         )
     aval = outvars[0].aval
-    if aval.shape != () or not dtypes.is_float(aval.dtype):
+    if aval.shape != () or not dtypes.is_inexact(aval.dtype):
         raise _error(
             GradientError,
             f"grad of {name} needs a scalar floating-point output, but it returned an array "
             f"of shape {aval.shape} ({aval.str_short()}). Reduce it to a scalar (e.g. .sum()), "
             "or use jacrev/jacfwd for the Jacobian, or vjp for a vector-Jacobian product.",
+        )
+    _check_output_kind(aval, name, holomorphic)
+
+
+def _check_output_kind(aval, name: str, holomorphic: bool) -> None:
+    """JAX's rule: a real output, or with ``holomorphic=True`` a complex one."""
+    if holomorphic and not dtypes.is_complex(aval.dtype):
+        raise _error(
+            GradientError,
+            f"grad of {name} with holomorphic=True needs a complex output, but it returned "
+            f"{aval.str_short()}: drop holomorphic=True to differentiate a real function.",
+        )
+    if not holomorphic and dtypes.is_complex(aval.dtype):
+        raise _error(
+            GradientError,
+            f"grad of {name} needs a real output, but it returned {aval.str_short()}: pass "
+            "holomorphic=True for a holomorphic function, or differentiate np.real(...) or "
+            "np.abs(...) of the output.",
         )
 
 

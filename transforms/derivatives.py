@@ -33,8 +33,9 @@ def aval(x) -> ShapedArray:
 
 
 def has_tangent(a: ShapedArray) -> bool:
-    """Only floating-point values are differentiated; integers and bools are constants."""
-    return dtypes.is_float(a.dtype)
+    """Only floating-point values, real or complex, are differentiated; integers and bools
+    are constants."""
+    return dtypes.is_inexact(a.dtype)
 
 
 def typed(value, like) -> np.ndarray:

@@ -22,10 +22,12 @@ from collections.abc import Callable, Sequence
 
 from ..ir import dtypes
 from ..ir.core import ShapedArray
+from ..ir.errors import GradientError, at_line
 from ..tracer import lax
 from ..tracer.closure import closure_convert
 from ..tracer.core import replay
 from ..tracer.pytree import tree_unflatten
+from ..tracer.source_info import user_frame_info
 from . import derivatives as d
 from .autodiff import Pullback, split_aux, trace_with_respect_to
 from .batching import eval_batched, moveaxis, to_front
@@ -33,26 +35,38 @@ from .jvp import jvp_jaxpr
 from .tracing import Traced
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def jacfwd(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
     """The Jacobian of ``fun`` by forward mode (good for few inputs, many outputs).
+    Complex inputs need ``holomorphic=True`` (as in JAX): the Jacobian is then ``f'(z)``.
 
     >>> import numpy as np, numbax
     >>> numbax.jacfwd(lambda x: x * x)(np.array([1.0, 2.0]))
     array([[2., 0.],
            [0., 4.]])
     """
-    return _jacobian(fun, argnums, has_aux, _forward_columns)
+    return _jacobian(fun, argnums, has_aux, _forward_columns, holomorphic)
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def jacrev(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
     """The Jacobian of ``fun`` by reverse mode (good for many inputs, few outputs).
+    Complex outputs need ``holomorphic=True`` (as in JAX): the Jacobian is then ``f'(z)``.
 
     >>> import numpy as np, numbax
     >>> numbax.jacrev(lambda x: x * x)(np.array([1.0, 2.0]))
     array([[2., 0.],
            [0., 4.]])
     """
-    return _jacobian(fun, argnums, has_aux, _reverse_rows)
+    return _jacobian(fun, argnums, has_aux, _reverse_rows, holomorphic)
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
@@ -66,13 +80,14 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
 
-def _jacobian(fun, argnums, has_aux, blocks):
+def _jacobian(fun, argnums, has_aux, blocks, holomorphic=False):
     name = getattr(fun, "__name__", type(fun).__name__)
 
     @functools.wraps(fun, updated=())
     def jacobian_fun(*args, **kwargs):
-        traced = trace_with_respect_to(fun, args, kwargs, argnums, name)
+        traced = trace_with_respect_to(fun, args, kwargs, argnums, name, holomorphic)
         main_tree, aux_tree = split_aux(traced, has_aux)
+        _check_complex(traced, main_tree, blocks is _forward_columns, holomorphic, name)
         num_main = main_tree.num_leaves
         # jac[o][i]: output leaf o with respect to input leaf i, shape O + I.
         outs, jac = blocks(traced, main_tree)
@@ -82,6 +97,27 @@ def _jacobian(fun, argnums, has_aux, blocks):
         return (result, tree_unflatten(aux_tree, outs[num_main:])) if has_aux else result
 
     return jacobian_fun
+
+
+def _check_complex(traced: Traced, main_tree, forward: bool, holomorphic: bool, name: str):
+    """JAX's rule: a complex input of ``jacfwd`` or a complex output of ``jacrev`` means
+    a holomorphic function, which the caller must say; one that is not holomorphic has
+    no complex Jacobian (differentiate its real and imaginary parts instead)."""
+    if holomorphic:
+        return
+    outputs = traced.closed.jaxpr.outvars[: main_tree.num_leaves]
+    avals = [d.aval(x) for x in traced.leaves] if forward else [v.aval for v in outputs]
+    if any(dtypes.is_complex(a.dtype) for a in avals):
+        kind, what = ("jacfwd", "inputs") if forward else ("jacrev", "outputs")
+        raise _error(
+            f"{kind} of {name}: complex {what} need holomorphic=True (as in JAX) for a "
+            "holomorphic function; otherwise take the Jacobian of np.real(...) and "
+            "np.imag(...) of it"
+        )
+
+
+def _error(message: str):
+    return GradientError(at_line(message, user_frame_info()))
 
 
 def _forward_columns(traced: Traced, main_tree):

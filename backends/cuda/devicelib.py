@@ -31,6 +31,11 @@ FUNCTIONS = {
     "pow": np.power,
     "atan2": np.arctan2,
     "fmod": np.fmod,
+    # The parts of complex functions (backends/cuda/complex.py).
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "hypot": np.hypot,
+    "copysign": np.copysign,
 }
 
 

@@ -206,6 +206,15 @@ def block_reduce(w, accumulators, lanes: int, lane_stride: int, shuffle: bool) -
     load_shared(w, accumulators, first_lane)
 
 
+def _shuffle(intrinsic: str, value: str, lane: str, dtype) -> str:
+    """A warp shuffle of ``value``; a complex one moves as its two parts (the hardware
+    shuffles 32- and 64-bit words)."""
+    if np.dtype(dtype).kind != "c":
+        return f"cuda.{intrinsic}({FULL_MASK}, {value}, {lane})"
+    parts = [f"cuda.{intrinsic}({FULL_MASK}, {value}.{part}, {lane})" for part in ("real", "imag")]
+    return cast(f"complex({parts[0]}, {parts[1]})", dtype)
+
+
 def _shuffle_steps(w, accumulators, width: int) -> None:
     if width == 1:
         return
@@ -214,7 +223,7 @@ def _shuffle_steps(w, accumulators, width: int) -> None:
     with w.block(f"while {step} >= 1:"):
         for acc in accumulators:
             other = w.temp("u")
-            w.line(f"{other} = cuda.shfl_down_sync({FULL_MASK}, {acc.value}, {step})")
+            w.line(f"{other} = {_shuffle('shfl_down_sync', acc.value, step, acc.dtype)}")
             other_index = None
             if acc.is_arg:
                 other_index = w.temp("u")
@@ -225,7 +234,7 @@ def _shuffle_steps(w, accumulators, width: int) -> None:
 
 def _broadcast_from(w, accumulators, source_lane: str) -> None:
     for acc in accumulators:
-        w.line(f"{acc.value} = cuda.shfl_sync({FULL_MASK}, {acc.value}, {source_lane})")
+        w.line(f"{acc.value} = {_shuffle('shfl_sync', acc.value, source_lane, acc.dtype)}")
         if acc.is_arg:
             w.line(f"{acc.index} = cuda.shfl_sync({FULL_MASK}, {acc.index}, {source_lane})")
 

@@ -223,6 +223,7 @@ def test_every_primitive_has_a_cuda_rule():
     own, or control flow or a callback, which the host runs (``backends/cuda/control.py``)."""
     from numbax.backends.cuda.callbacks import RUNNERS as CALLBACK_RUNNERS
     from numbax.backends.cuda.control import RUNNERS
+    from numbax.backends.cuda.fft import RUNNERS as FFT_RUNNERS
     from numbax.backends.cuda.indexing import INDEX_RULES
     from numbax.backends.cuda.linalg import RUNNERS as LINALG_RUNNERS
     from numbax.backends.cuda.reducers import REDUCERS
@@ -237,7 +238,7 @@ def test_every_primitive_has_a_cuda_rule():
         on_the_host = name in RUNNERS
         assert covered or on_the_host or name in spliced_in, f"no CUDA rule for {name}"
         control_flow = prim.pattern is Pattern.CONTROL and name not in spliced_in
-        host_ops = {*CALLBACK_RUNNERS, *SORT_RUNNERS, *LINALG_RUNNERS}
+        host_ops = {*CALLBACK_RUNNERS, *SORT_RUNNERS, *LINALG_RUNNERS, *FFT_RUNNERS}
         assert on_the_host == (control_flow or name in host_ops)
         assert not (name in SCALAR_RULES and name in INDEX_RULES), name
 

@@ -103,6 +103,14 @@ def _structural_examples():
     yield _single("qr", x23, full_matrices=True)
     yield _single("eigh", square)
     yield _single("svd", x23, full_matrices=False, compute_uv=True)
+    c3 = _aval((3,), dtypes.complex64)
+    yield _single("real", c3)
+    yield _single("imag", c3)
+    yield _single("conj", _aval((3,), dtypes.complex128))
+    yield _single("complex", x3, Literal(-1.5, F32))
+    yield _single("mul", c3, Literal(np.complex64(1 - 2j), dtypes.complex64))
+    yield _single("fft", x23, fft_type="rfft", fft_lengths=(2, 3))
+    yield _single("fft", _aval((4, 2), dtypes.complex64), fft_type="irfft", fft_lengths=(2,))
 
 
 def _square(x):

@@ -47,7 +47,7 @@ def assert_same_values(before: ClosedJaxpr, after: ClosedJaxpr, args, rtol=1e-12
     assert len(expected) == len(actual)
     for k, (want, got) in enumerate(zip(expected, actual, strict=True)):
         assert got.dtype == want.dtype and got.shape == want.shape, f"output {k}"
-        if want.dtype.kind == "f":
+        if want.dtype.kind in "fc":
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {k}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"output {k}")

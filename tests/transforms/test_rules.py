@@ -16,6 +16,8 @@ import numbax
 from numbax.ir import PRIMITIVES
 from numbax.tracer import lax
 from numbax.tracer import lax_linalg as la
+from numbax.tracer import numpy_complex as cx
+from numbax.tracer.numpy_fft import fft_primitive
 from numbax.transforms.jvp import jvp_rules
 from numbax.transforms.vjp_rules import vjp_rules
 
@@ -468,6 +470,68 @@ for _shape, _uv in [((2, 4, 3), True), ((3, 5), True), ((3, 3), True), ((2, 3, 4
             1e-6,
         )
     )
+
+# Complex primitives, in programs from real arguments to real results (the oracle's
+# finite differences are real): each is checked as the real map of the parts it is.
+_C = cx.make_complex
+PROGRAMS["complex"].append(
+    (lambda x, y: cx.real_part(_C(x, y) * _C(y, x)), (normal(3), normal(3)), 1e-5)
+)
+PROGRAMS["complex"].append(
+    (lambda x, y: cx.imag_part(_C(x, y) * _C(x, y)), (normal(2, 3), normal()), 1e-5)
+)
+PROGRAMS["real"].append(
+    (lambda x, y: cx.real_part(lax.exp(_C(x, y))), (normal(4), normal(4)), 1e-5)
+)
+PROGRAMS["real"].append((lambda x: cx.real_part(x * x), (normal(3),), 1e-5))  # of a real operand
+PROGRAMS["imag"].append(
+    (lambda x, y: cx.imag_part(lax.sin(_C(x, y)) * _C(y, x)), (normal(4), normal(4)), 1e-5)
+)
+PROGRAMS["conj"].append(
+    (lambda x, y: cx.imag_part(cx.conj(_C(x, y)) * _C(y, x * x)), (normal(4), normal(4)), 1e-5)
+)
+PROGRAMS["abs"].append((lambda x, y: lax.abs(lax.log(_C(x, y))), (nonzero(5), nonzero(5)), 1e-5))
+PROGRAMS["convert_element_type"].append(
+    (
+        lambda x: cx.imag_part(lax.convert_element_type(x, np.complex128) * _C(x, x * x)),
+        (normal(3),),
+        1e-5,
+    )
+)
+
+
+def _parts(z):
+    return cx.real_part(z), cx.imag_part(z)
+
+
+for _n in (7, 8):
+    PROGRAMS["fft"] += [
+        (
+            lambda x, y, n=_n: _parts(fft_primitive(_C(x, y), "fft", (n,))),
+            (normal(2, _n), normal(2, _n)),
+            1e-5,
+        ),
+        (
+            lambda x, y, n=_n: _parts(fft_primitive(_C(x, y), "ifft", (n,))),
+            (normal(_n), normal(_n)),
+            1e-5,
+        ),
+        (lambda x, n=_n: _parts(fft_primitive(x * x, "rfft", (n,))), (normal(3, _n),), 1e-5),
+        (
+            lambda x, y, n=_n: fft_primitive(_C(x, y), "irfft", (n,)),
+            (normal(2, _n // 2 + 1), normal(2, _n // 2 + 1)),
+            1e-5,
+        ),
+    ]
+PROGRAMS["fft"] += [
+    (lambda x: _parts(fft_primitive(x, "rfft", (3, 4))), (normal(2, 3, 4),), 1e-5),
+    (lambda x, y: fft_primitive(_C(x, y), "irfft", (3, 5)), (normal(3, 3), normal(3, 3)), 1e-5),
+    (
+        lambda x, y: _parts(fft_primitive(_C(x, y), "fft", (2, 3, 2))),
+        (normal(2, 3, 2), normal(2, 3, 2)),
+        1e-5,
+    ),
+]
 
 
 CASES = [(name, k, *entry) for name, entries in PROGRAMS.items() for k, entry in enumerate(entries)]

@@ -23,7 +23,9 @@ from numbax.ir.errors import BatchingError
 from numbax.ir.higher_order import checkpoint_p, custom_vjp_call_p, kernel_p
 from numbax.tracer import lax
 from numbax.tracer import lax_linalg as la
+from numbax.tracer import numpy_complex as cx
 from numbax.tracer.core import bind
+from numbax.tracer.numpy_fft import fft_primitive
 from numbax.transforms.batching import BATCH_RULES
 
 SIZE = 3  # examples per batch
@@ -350,6 +352,21 @@ def _linalg(a, b):
     w, v = la.eigh(spd)
     u, s, vt = la.svd(b, full_matrices=False, compute_uv=True)
     return lower, x, packed, pivots, permutation, q, r, w, lax.abs(v), lax.abs(u), s, lax.abs(vt)
+
+
+@rule("complex", [Arg((3, 4)), Arg((3, 4))], (0, 0), (None, 1), (1, None), (-1, 0))
+def _complex(x, y):
+    z = cx.make_complex(x, y)
+    return cx.real_part(z * z), cx.imag_part(cx.conj(z) * x), lax.abs(z)
+
+
+@rule("fft", [Arg((3, 8)), Arg((3, 5))], (0, 0), (None, 1), (2, None), (-1, 0))
+def _fft(x, y):
+    # Batched along a leading axis and along a transformed one (moved to the front).
+    spectrum = fft_primitive(x, "rfft", (3, 8))
+    back = fft_primitive(cx.make_complex(y, y * y), "irfft", (3, 8))
+    both = fft_primitive(cx.make_complex(x, x), "fft", (8,))
+    return cx.real_part(spectrum), back, cx.imag_part(fft_primitive(both, "ifft", (3, 8)))
 
 
 def _prims(jaxpr: Jaxpr) -> set[str]:
