@@ -9,15 +9,31 @@ arrays.
 from another, here and in the backends (a contraction's epilogue written over its
 product): it says why the write could be followed by a read of the old value, or
 nothing when no read can follow.
+
+Functional updates (``dynamic_update_slice``, ``scatter``: what in-place NumPy is traced
+into) are turned back into writes: ``Liveness.update_refusal`` says why an update may
+not write into its operand's memory, and where nothing refuses, ``Liveness.in_place``
+records that the output takes the operand's memory (its buffer, in the plan), so the
+backend writes only the window or the indexed elements. The proof follows memory, not
+values: ``Liveness.storage`` is what each value's memory may be (a reshape is a view of
+its operand, a loop or a branch may return its operand as it is), and every value that
+may share the operand's memory must be read for the last time by the update. A loop
+body may write its carries in place when the loop owns them (``loop_ownership``).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var
 from ..ir.primitive import Pattern
+
+# Functional updates: the output is operand 0 with some elements replaced.
+UPDATES = ("dynamic_update_slice", "scatter")
+# Ops whose result a backend may make a view of its operand's memory.
+VIEWS = ("reshape", "squeeze", "expand_dims")
 
 
 @dataclass
@@ -28,6 +44,7 @@ class MemoryPlan:
     buffer_of: dict[Var, int] = field(default_factory=dict)
     buffers: list[ShapedArray] = field(default_factory=list)
     total_intermediate_bytes: int = 0  # what one buffer per intermediate would take
+    in_place: dict[Var, Var] = field(default_factory=dict)  # update output -> its operand
 
     @property
     def num_buffers(self) -> int:
@@ -41,14 +58,21 @@ class MemoryPlan:
     def __str__(self):
         return (
             f"{len(self.buffer_of)} intermediates in {self.num_buffers} buffers, "
-            f"{self.peak_bytes} bytes (unplanned: {self.total_intermediate_bytes} bytes)"
+            f"{self.peak_bytes} bytes (unplanned: {self.total_intermediate_bytes} bytes), "
+            f"{len(self.in_place)} updates in place"
         )
 
 
 class Liveness:
-    """Where each value of a program is made and where it is last read."""
+    """Where each value of a program is made and where it is last read, what memory it
+    may share, and which of its updates write in place.
 
-    def __init__(self, program: Jaxpr | ClosedJaxpr):
+    ``owned`` are inputs whose memory the program may write (a loop's carries that the
+    loop owns, see ``loop_ownership``); every other input, constant and result is the
+    caller's.
+    """
+
+    def __init__(self, program: Jaxpr | ClosedJaxpr, owned=()):
         jaxpr = program.jaxpr if isinstance(program, ClosedJaxpr) else program
         self.eqns = jaxpr.eqns
         self.made_at = {var: index for index, eqn in enumerate(jaxpr.eqns) for var in eqn.outputs}
@@ -58,7 +82,90 @@ class Liveness:
                 if isinstance(atom, Var):
                     self.last_read[atom] = index
         results = [v for v in jaxpr.outvars if isinstance(v, Var)]
-        self.callers = {*jaxpr.constvars, *jaxpr.invars, *results}
+        owned = set(owned)
+        self.callers = {*jaxpr.constvars, *(v for v in jaxpr.invars if v not in owned), *results}
+        self.storage: dict[Var, frozenset[Var]] = {}  # value -> the memories it may be in
+        self._sharers: dict[Var, list[Var]] = defaultdict(list)  # memory -> values in it
+        self.in_place: dict[Var, Var] = {}  # update output -> the operand it writes into
+        self.loops: dict[int, LoopOwnership] = {}  # loop eqn -> the carries it owns
+        self.written: set[Var] = set()  # memories that updates or loops write into
+        self._refusals: dict[int, str | None] = {}  # update eqn -> why not in place
+        for var in [*jaxpr.constvars, *jaxpr.invars]:
+            self._store(var, frozenset([var]))
+        for index, eqn in enumerate(jaxpr.eqns):
+            if LoopLayout.of(eqn) is not None:
+                self._own_carries(index)
+            position = updated_operand(eqn)
+            if position is not None:
+                self._refusals[index] = self._update_refusal(index)
+            if position is not None and self._refusals[index] is None:
+                memory = self.storage[eqn.inputs[position]]
+                for root in memory:  # all dead now (the proof): no later update asks again
+                    self._sharers[root].clear()
+                self.in_place[eqn.outputs[0]] = eqn.inputs[position]
+                self.written |= memory
+                self._store(eqn.outputs[0], memory)
+                continue
+            for var, memory in zip(eqn.outputs, _output_storage(eqn, self.storage), strict=True):
+                self._store(var, memory)
+        self._memory_end: dict[Var, float] = defaultdict(lambda: -1)
+        for var, memory in self.storage.items():
+            end = math.inf if var in self.callers else self.last_read.get(var, -1)
+            for root in memory:
+                self._memory_end[root] = max(self._memory_end[root], end)
+
+    def release(self, var: Var) -> float:
+        """After which eqn nothing reads the memory ``var`` was made in: its own last
+        read, or the last read of any value that came to share it (a view of it, an
+        update written into it); infinite when a result of the program shares it."""
+        if var not in self.storage.get(var, ()):  # a view: made in no memory of its own
+            return self.last_read.get(var, self.made_at.get(var, -1))
+        return max(self._memory_end[var], self.made_at.get(var, -1))
+
+    def _own_carries(self, index: int) -> None:
+        ownership = loop_ownership(self, index)
+        self.loops[index] = ownership
+        first = LoopLayout.of(self.eqns[index]).first_carry
+        for k in ownership.reaching - ownership.copied:
+            operand = self.eqns[index].inputs[first + k]
+            if isinstance(operand, Var):
+                self.written |= self.storage[operand]
+
+    def _store(self, var: Var, memory: frozenset[Var]) -> None:
+        self.storage[var] = memory
+        for root in memory:
+            self._sharers[root].append(var)
+
+    def sharing(self, var: Var) -> list[Var]:
+        """The values made so far that may share memory with ``var`` (itself included)."""
+        found = {}
+        for root in self.storage[var]:
+            found.update(dict.fromkeys(self._sharers[root]))
+        return list(found)
+
+    def update_refusal(self, index: int) -> str | None:
+        """Why update eqn ``index`` may not write into its operand's memory; None when
+        nothing reads that memory after the update (nor the update itself, but for the
+        operand it overwrites) and it is not the caller's."""
+        return self._refusals[index]
+
+    def _update_refusal(self, index: int) -> str | None:
+        """``update_refusal``, asked when the values made before ``index`` are known."""
+        eqn = self.eqns[index]
+        operand = eqn.inputs[updated_operand(eqn)]
+        if not isinstance(operand, Var):
+            return "the operand is a constant of the program"
+        others = _other_update_inputs(eqn)
+        for value in self.sharing(operand):
+            what = "the operand" if value is operand else "a value sharing the operand's memory"
+            if value in self.callers:
+                return f"{what} is the caller's array, an input or a result of the program"
+            last = self.last_read.get(value, self.made_at.get(value, -1))
+            if last > index:
+                return f"eqn {last} reads {what} after the update"
+            if value in others:
+                return f"the update reads {what} as another operand"
+        return None
 
     def overwrite_refusal(self, index: int, output: Var, value: Var) -> str | None:
         """Why eqn ``index`` may not write its ``output`` into the buffer holding
@@ -83,6 +190,71 @@ class Liveness:
             # that returns its operand): only its own values are proven pointwise.
             return f"eqn {index} reads the value as an operand, which may be a view"
         return None
+
+
+def updated_operand(eqn: Eqn) -> int | None:
+    """The position of the input an update eqn (alone, or as a kernel of one op) writes
+    into, or None for any other eqn."""
+    if eqn.prim.name in UPDATES:
+        return 0
+    if eqn.prim.name != "kernel":
+        return None
+    body = eqn.params["jaxpr"]
+    if len(body.eqns) != 1 or body.eqns[0].prim.name not in UPDATES:
+        return None
+    (inner,) = body.eqns
+    operand = inner.inputs[0]
+    if body.outvars != inner.outputs or operand not in body.invars:
+        return None
+    position = body.invars.index(operand)
+    return position if isinstance(eqn.inputs[position], Var) else None
+
+
+def _other_update_inputs(eqn: Eqn) -> set[Var]:
+    """The values an update eqn reads besides its operand (the update, the indices): a
+    kernel passes a value it reads twice once, so its body says which uses are which."""
+    if eqn.prim.name != "kernel":
+        return {a for a in eqn.inputs[1:] if isinstance(a, Var)}
+    body = eqn.params["jaxpr"]
+    top = dict(zip(body.invars, eqn.inputs, strict=True))
+    (inner,) = body.eqns
+    return {top[a] for a in inner.inputs[1:] if a in top and isinstance(top[a], Var)}
+
+
+def _output_storage(eqn: Eqn, storage) -> list[frozenset[Var]]:
+    """The memories each output of ``eqn`` may be in: its own, a view's operand's, and for
+    control flow (which may return an operand as it is) every operand's too."""
+
+    def of(atom) -> frozenset[Var]:
+        return storage[atom] if isinstance(atom, Var) else frozenset()
+
+    if eqn.prim.name in VIEWS:
+        return [of(eqn.inputs[0])]
+    if eqn.prim.name == "kernel":
+        return _kernel_output_storage(eqn, of)
+    if eqn.prim.pattern is Pattern.CONTROL:
+        operands = frozenset().union(*map(of, eqn.inputs))
+        return [operands | {var} for var in eqn.outputs]
+    return [frozenset([var]) for var in eqn.outputs]
+
+
+def _kernel_output_storage(eqn: Eqn, of) -> list[frozenset[Var]]:
+    """A kernel's output is new memory, unless its body returns an input, or a view of one
+    (a reshape kernel), or one value as two outputs (which then share it)."""
+    body = eqn.params["jaxpr"]
+    inner: dict = {v: of(a) for v, a in zip(body.invars, eqn.inputs, strict=True)}
+    for body_eqn in body.eqns:
+        if body_eqn.prim.name in VIEWS and isinstance(body_eqn.inputs[0], Var):
+            inner[body_eqn.outputs[0]] = inner.get(body_eqn.inputs[0], frozenset())
+    first: dict = {}
+    memories = []
+    for result, var in zip(body.outvars, eqn.outputs, strict=True):
+        if not isinstance(result, Var):
+            memories.append(frozenset([var]))
+            continue
+        made_here = first.setdefault(result, var)
+        memories.append(inner.get(result, frozenset()) | {made_here})
+    return memories
 
 
 def _pointwise_refusal(eqn: Eqn, output: Var, value: Var) -> str | None:
@@ -119,8 +291,9 @@ def _pointwise_refusal(eqn: Eqn, output: Var, value: Var) -> str | None:
     return None
 
 
-def plan_memory(program: Jaxpr | ClosedJaxpr) -> MemoryPlan:
-    """The buffers of a fused program's intermediates.
+def plan_memory(program: Jaxpr | ClosedJaxpr, liveness: Liveness | None = None) -> MemoryPlan:
+    """The buffers of a fused program's intermediates (``liveness``: the program's, when
+    it owns some of its inputs, as a loop body its carries).
 
     >>> import numpy as np, numbax
     >>> from numbax.passes import optimize
@@ -130,13 +303,17 @@ def plan_memory(program: Jaxpr | ClosedJaxpr) -> MemoryPlan:
     >>> len(plan.buffer_of), plan.num_buffers, plan.peak_bytes
     (3, 2, 256)
     """
-    liveness = Liveness(program)
-    plan = MemoryPlan()
+    liveness = liveness or Liveness(program)
+    plan = MemoryPlan(in_place=dict(liveness.in_place))
     held: list[Var] = []  # buffer -> the value it holds last
     spare: dict[tuple, list[int]] = defaultdict(list)  # (dtype, size) -> buffers
     released_after: dict[int, list[int]] = defaultdict(list)  # eqn -> buffers free after it
     for index, eqn in enumerate(liveness.eqns):
         for var in eqn.outputs:
+            operand = liveness.in_place.get(var)
+            if operand is not None:  # the update's output stays in its operand's buffer
+                _hand_on(plan, held, liveness, operand, var)
+                continue
             if var in liveness.callers:
                 continue
             candidates = spare[(var.aval.dtype, var.aval.size)]
@@ -149,7 +326,115 @@ def plan_memory(program: Jaxpr | ClosedJaxpr) -> MemoryPlan:
                 held.append(var)
             plan.buffer_of[var] = buffer
             plan.total_intermediate_bytes += var.aval.nbytes
-            released_after[liveness.last_read.get(var, index)].append(buffer)
+            released_after[liveness.release(var)].append(buffer)
         for buffer in released_after.pop(index, ()):
             spare[(held[buffer].aval.dtype, held[buffer].aval.size)].append(buffer)
     return plan
+
+
+def _hand_on(plan, held, liveness, operand, var) -> None:
+    """``var``, written into ``operand``'s memory, stays in its buffer (if the plan gave it
+    one), which is released when that memory's last reader has run (``release``)."""
+    buffer = plan.buffer_of.get(operand)
+    if buffer is None or var in liveness.callers:
+        return
+    plan.buffer_of[var] = buffer
+    plan.total_intermediate_bytes += var.aval.nbytes
+    held[buffer] = var
+
+
+@dataclass(frozen=True)
+class LoopLayout:
+    """Where a loop eqn's carries are: in its operands, and in its body's inputs and
+    results (``while``: consts of the condition and the body, then the carries; ``scan``:
+    consts, carries, then the rows of ``xs``, and results: carries, then ``ys``)."""
+
+    body: Jaxpr
+    first_carry: int  # the first carry among the eqn's operands
+    body_first_carry: int  # ... and among the body's inputs
+    num_carry: int
+
+    @classmethod
+    def of(cls, eqn: Eqn) -> LoopLayout | None:
+        p = eqn.params
+        if eqn.prim.name == "while":
+            first = p["cond_nconsts"] + p["body_nconsts"]
+            return cls(p["body_jaxpr"], first, p["body_nconsts"], len(eqn.inputs) - first)
+        if eqn.prim.name == "scan":
+            return cls(p["jaxpr"], p["num_consts"], p["num_consts"], p["num_carry"])
+        return None
+
+    def carry_invars(self) -> list[Var]:
+        return self.body.invars[self.body_first_carry : self.body_first_carry + self.num_carry]
+
+
+@dataclass(frozen=True)
+class LoopOwnership:
+    """Which carries a loop's body may write in place, and which initial values are
+    copied once, before the loop, so that those writes never reach memory read elsewhere.
+    ``body`` is the body's liveness with the owned carries as its owned inputs: the one
+    the backend writes the body by."""
+
+    owned: frozenset[int]  # carry positions whose memory the body may write
+    reaching: frozenset[int]  # carry positions whose initial memory the loop may write
+    copied: frozenset[int]  # those whose initial value is copied before the loop
+    body: Liveness
+
+
+def loop_ownership(liveness: Liveness, index: int) -> LoopOwnership:
+    """The carries that loop eqn ``index`` of ``liveness``'s program owns (asked while
+    ``liveness`` is being built, when it knows the values made before the loop).
+
+    The body may write carry ``k`` in place when, at the start of every iteration, its
+    memory is the loop's alone. That holds by induction: the memory of each owned carry's
+    next value must be new in the body or an owned carry's (never a const, a row of
+    ``xs`` or a carry that is not owned), shared with no other carry's next value; and
+    before the loop, each initial value that may reach a written carry is copied unless
+    it dies at the loop, is not the caller's, and is no other operand of the loop.
+    """
+    layout = LoopLayout.of(liveness.eqns[index])
+    carries = layout.carry_invars()
+    owned = set(range(layout.num_carry))
+    while True:
+        body = Liveness(layout.body, owned=[carries[k] for k in owned])
+        memories = [_memory_of(body, r) for r in layout.body.outvars[: layout.num_carry]]
+        allowed = {carries[k] for k in owned}
+        keep = set()
+        for k in owned:
+            others = set().union(*(m for j, m in enumerate(memories) if j != k))
+            outside = {root for root in memories[k] if root in layout.body.invars}
+            if outside <= allowed and not memories[k] & others:
+                keep.add(k)
+        if keep == owned:
+            break
+        owned = keep
+    reaching = {k for k in owned if carries[k] in body.written}
+    while True:  # an initial value moves to the carry whose next value it becomes
+        more = {j for k in reaching for j, carry in enumerate(carries) if carry in memories[k]}
+        if more <= reaching:
+            break
+        reaching |= more
+    copied = {k for k in reaching if _initial_refusal(liveness, index, layout.first_carry + k)}
+    return LoopOwnership(frozenset(owned), frozenset(reaching), frozenset(copied), body)
+
+
+def _memory_of(liveness: Liveness, atom) -> frozenset[Var]:
+    return liveness.storage[atom] if isinstance(atom, Var) else frozenset()
+
+
+def _initial_refusal(liveness: Liveness, index: int, position: int) -> str | None:
+    """Why loop eqn ``index`` may not hand operand ``position``'s memory to its body to
+    write; None when nothing else reads it after the loop starts."""
+    eqn = liveness.eqns[index]
+    operand = eqn.inputs[position]
+    if not isinstance(operand, Var):
+        return None  # a literal becomes a new array
+    others = {a for k, a in enumerate(eqn.inputs) if k != position and isinstance(a, Var)}
+    for value in liveness.sharing(operand):  # the values made before the loop
+        if value in liveness.callers:
+            return "the initial value's memory is the caller's"
+        if liveness.last_read.get(value, liveness.made_at.get(value, -1)) > index:
+            return "the initial value's memory is read after the loop"
+        if value in others:
+            return "the initial value's memory is another operand of the loop"
+    return None

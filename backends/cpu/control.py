@@ -4,8 +4,10 @@ written inline.
 
 A body's inputs are plain names: a ``cond`` branch reads the operands' arrays, a loop
 body reads carry variables that the loop reassigns (all at once, as a tuple, so a body
-that swaps two carries swaps them). Values never change in place, so sharing an array
-between a carry and its initial value is safe.
+that swaps two carries swaps them). A carry shares its initial value's array, unless the
+loop owns the carry and its memory may be written (``passes.memory.loop_ownership``):
+then the initial value is copied once before the loop where something else still reads
+it, and the body's updates of the carry write into it, with no copy per iteration.
 """
 
 from __future__ import annotations
@@ -23,11 +25,27 @@ def _results(writer, jaxpr: Jaxpr) -> list[str]:
     return [writer.array_of(atom) for atom in jaxpr.outvars]
 
 
-def _body(writer, jaxpr: Jaxpr, inputs) -> list[str]:
+def _body(writer, jaxpr: Jaxpr, inputs, liveness=None) -> list[str]:
     """Write ``jaxpr``'s eqns reading ``inputs``; the names of its results."""
     _bind(writer, jaxpr, inputs)
-    writer.write_eqns(jaxpr)
+    writer.write_eqns(jaxpr, liveness)
     return _results(writer, jaxpr)
+
+
+def _ownership(writer):
+    """The carries the loop being written owns (``passes.memory.loop_ownership``)."""
+    liveness, index = writer.place
+    return liveness.loops[index]
+
+
+def _initial_carries(writer, operands, ownership) -> list[str]:
+    """The carries' first arrays: a copy where the loop may write a memory still read
+    elsewhere, else the operand's own array."""
+    arrays = []
+    for k, atom in enumerate(operands):
+        array = writer.array_of(atom)
+        arrays.append(f"{array}.copy()" if k in ownership.copied else array)
+    return arrays
 
 
 def _assign(writer, targets, values) -> None:
@@ -69,13 +87,15 @@ def write_while(writer, eqn: Eqn) -> None:
     split = p["cond_nconsts"] + p["body_nconsts"]
     body_consts = [writer.array_of(a) for a in eqn.inputs[p["cond_nconsts"] : split]]
     carries = [writer.fresh("carry") for _ in eqn.inputs[split:]]
+    ownership = _ownership(writer)
     writer.emit(f"# {writer.comment(eqn)}")
-    _assign(writer, carries, [writer.array_of(a) for a in eqn.inputs[split:]])
+    _assign(writer, carries, _initial_carries(writer, eqn.inputs[split:], ownership))
     writer.emit("while True:")
     with _indented(writer):
         (going,) = _body(writer, p["cond_jaxpr"], cond_consts + carries)
         writer.emit(f"if not {going}[()]:", "    break")
-        _assign(writer, carries, _body(writer, p["body_jaxpr"], body_consts + carries))
+        results = _body(writer, p["body_jaxpr"], body_consts + carries, ownership.body)
+        _assign(writer, carries, results)
     _assign(writer, [writer.name(v) for v in eqn.outputs], carries)
 
 
@@ -87,10 +107,10 @@ def write_scan(writer, eqn: Eqn) -> None:
     carries = [writer.fresh("carry") for _ in range(n_carry)]
     xs = [writer.array_of(a) for a in eqn.inputs[n_consts + n_carry :]]
     ys = [writer.name(v) for v in eqn.outputs[n_carry:]]
+    ownership = _ownership(writer)
     writer.emit(f"# {writer.comment(eqn)}")
-    _assign(
-        writer, carries, [writer.array_of(a) for a in eqn.inputs[n_consts : n_consts + n_carry]]
-    )
+    initial = eqn.inputs[n_consts : n_consts + n_carry]
+    _assign(writer, carries, _initial_carries(writer, initial, ownership))
     for name, var in zip(ys, eqn.outputs[n_carry:], strict=True):
         writer.emit(*writer.new_array(name, var.aval.shape, var.aval.dtype))
     step = writer.fresh("step")
@@ -100,7 +120,7 @@ def write_scan(writer, eqn: Eqn) -> None:
         slices = []
         for x, var in zip(xs, jaxpr.invars[n_consts + n_carry :], strict=True):
             slices.append(_slice(writer, x, step, var))
-        results = _body(writer, jaxpr, consts + carries + slices)
+        results = _body(writer, jaxpr, consts + carries + slices, ownership.body)
         # Store the ys before the carries move on: a y may be this step's incoming carry
         # (the backward pass of a scan reads exactly that).
         for y, result, var in zip(ys, results[n_carry:], jaxpr.outvars[n_carry:], strict=True):

@@ -4,10 +4,15 @@ runs that branch's block; ``while`` reads its condition back before every iterat
 ``scan`` runs its body once per row of its ``xs``.
 
 Each body is a block of the one compiled program (``program.build_block``): its kernels
-were generated and compiled once, whatever the trip count. Values never change in
-place, so a carry may be the very array it started as, and a scan step reads its row of
-``xs`` as a view of the stacked array (no copy). The stacked ``ys`` are written row by
-row, device to device, from each step's results, before the carries move on.
+were generated and compiled once, whatever the trip count. A carry may be the very
+array it started as, and a scan step reads its row of ``xs`` as a view of the stacked
+array (no copy): only updates the memory plan proves safe write in place. The stacked
+``ys`` are written row by row, device to device, from each step's results, before the
+carries move on.
+
+A loop body writes its carries in place where the loop owns them (its updates then take
+a carry's array instead of copying it): each initial value the body may write, unless it
+dies at the loop, is copied once, here, before the first iteration.
 
 Reading a branch index or a loop condition waits for the kernels before it: that is the
 price of a data-dependent branch or trip count run by the host. A ``scan`` (and so a
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 from . import device
 from .callbacks import RUNNERS as CALLBACK_RUNNERS
+from .fft import RUNNERS as FFT_RUNNERS
 from .linalg import RUNNERS as LINALG_RUNNERS
 from .sort import RUNNERS as SORT_RUNNERS
 
@@ -57,6 +63,16 @@ def host_scalar(array):
     return array.copy_to_host()[0]
 
 
+def _initial_carries(step, operands: list, stream) -> list:
+    """The first carries: a copy of each initial value whose memory the body may write
+    while something else still reads it (``passes.memory.loop_ownership``), once."""
+    copied = step.ownership.copied if step.ownership is not None else ()
+    return [
+        device.device_copy(array, stream) if k in copied else array
+        for k, array in enumerate(operands)
+    ]
+
+
 def run_cond(executable, step, operands: list, stream) -> list:
     index, *operands = operands
     last = len(step.bodies) - 1
@@ -69,7 +85,7 @@ def run_while(executable, step, operands: list, stream) -> list:
     split = p["cond_nconsts"] + p["body_nconsts"]
     cond_consts = operands[: p["cond_nconsts"]]
     body_consts = operands[p["cond_nconsts"] : split]
-    carry = operands[split:]
+    carry = _initial_carries(step, operands[split:], stream)
     cond_block, body_block = step.bodies
     pool = Pool(stream)
     while True:
@@ -86,7 +102,7 @@ def run_scan(executable, step, operands: list, stream) -> list:
     p = step.eqn.params
     n_consts, n_carry, length = p["num_consts"], p["num_carry"], p["length"]
     consts = operands[:n_consts]
-    carry = operands[n_consts : n_consts + n_carry]
+    carry = _initial_carries(step, operands[n_consts : n_consts + n_carry], stream)
     xs = operands[n_consts + n_carry :]
     (body,) = step.bodies
     x_sizes = [var.aval.size for var in body.jaxpr.invars[n_consts + n_carry :]]
@@ -113,4 +129,5 @@ RUNNERS = {
     **CALLBACK_RUNNERS,
     **SORT_RUNNERS,
     **LINALG_RUNNERS,
+    **FFT_RUNNERS,
 }

@@ -169,7 +169,7 @@ def _gather(w, eqn, index):
     return w.value(x, Index(x.aval.shape, dims=inner))
 
 
-def _clamped_starts(w, starts, sizes, shape) -> list[str]:
+def clamped_starts(w, starts, sizes, shape) -> list[str]:
     return [
         _clamp(w, w.value(start, SCALAR), full - size)
         for start, size, full in zip(starts, sizes, shape, strict=True)
@@ -180,7 +180,7 @@ def _clamped_starts(w, starts, sizes, shape) -> list[str]:
 def _dynamic_slice(w, eqn, index):
     x, *starts = eqn.inputs
     dims = w.dims(index)
-    clamped = _clamped_starts(w, starts, eqn.params["slice_sizes"], x.aval.shape)
+    clamped = clamped_starts(w, starts, eqn.params["slice_sizes"], x.aval.shape)
     inner = tuple(f"{s} + {_parenthesize(d)}" for s, d in zip(clamped, dims, strict=True))
     return w.value(x, Index(x.aval.shape, dims=inner))
 
@@ -193,7 +193,7 @@ def _dynamic_update_slice(w, eqn, index):
     if x.aval.ndim == 0:
         return w.value(update, SCALAR)
     dims = w.dims(index)
-    clamped = _clamped_starts(w, starts, update.aval.shape, x.aval.shape)
+    clamped = clamped_starts(w, starts, update.aval.shape, x.aval.shape)
     inside = " and ".join(
         f"{s} <= {d} < {s} + {n}" for s, d, n in zip(clamped, dims, update.aval.shape, strict=True)
     )

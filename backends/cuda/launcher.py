@@ -83,7 +83,7 @@ class CudaExecutable:
         (when the block passes it through) one of the inputs."""
         env = dict(env or {})
         env.update(zip(block.jaxpr.invars, inputs, strict=True))
-        buffer_of, _ = self._plans[id(block)]
+        buffer_of, _, in_place = self._plans[id(block)]
         workspace = self._workspace[id(block)]
         outvars = {v for v in block.jaxpr.outvars if not isinstance(v, Literal)}
         for step in block.steps:
@@ -93,7 +93,9 @@ class CudaExecutable:
                 env.update(zip(step.outputs, results, strict=True))
                 continue
             for var in step.outputs:
-                if var in outvars and pool is not None:
+                if var in in_place:  # the update writes into its dying operand's buffer
+                    env[var] = env[in_place[var]]
+                elif var in outvars and pool is not None:
                     env[var] = pool.take(var.aval.size, var.aval.dtype)
                 elif var in outvars or var not in buffer_of:
                     env[var] = device.device_empty(var.aval.size, var.aval.dtype, stream)
@@ -111,7 +113,9 @@ class CudaExecutable:
     def _launch(self, step, env, stream) -> None:
         kernel = step.kernel
         for source, target in kernel.copies:
-            env[step.outputs[target]].copy_to_device(env[step.inputs[source]], stream=stream)
+            output, operand = env[step.outputs[target]], env[step.inputs[source]]
+            if output is not operand:  # an update in place has nothing to copy
+                output.copy_to_device(operand, stream=stream)
         if kernel.cublas is not None:
             inputs = [env.get(atom) for atom in step.inputs]
             outputs = [env[var] for var in step.outputs]
@@ -134,7 +138,7 @@ class CudaExecutable:
 
         self._workspace = {
             key: [device.device_empty(b.size, b.dtype, stream) for b in buffers]
-            for key, (_, buffers) in self._plans.items()
+            for key, (_, buffers, _) in self._plans.items()
         }
         self._scratch = {}
         for step in self.program.kernels:
@@ -180,25 +184,38 @@ def _blocks(block: Block):
 
 
 def _plan(block: Block):
-    """(var -> buffer index, buffers): the pass's plan, or one buffer per intermediate
-    should the plan ever share a buffer between types.
+    """(var -> buffer index, buffers, update output -> operand written in place): the
+    pass's plan, or one buffer per intermediate should the plan ever share a buffer
+    between types.
 
     Values that flow into or out of control flow are left out (each gets an array of its
     own): a branch or loop may return its operand as it is, so its result would share
-    the operand's buffer, which the plan hands on after the operand's last reader."""
+    the operand's buffer, which the plan hands on after the operand's last reader. For
+    the same reason an update whose operand is in a planned buffer writes in place only
+    when its output is planned too (it then holds that buffer): a block's result is a
+    new array, never a buffer that the next call or iteration writes again."""
     jaxpr = block.jaxpr
     unplanned = set(jaxpr.outvars)
     for step in block.steps:
         if isinstance(step, ControlStep):
             unplanned.update(step.inputs)
             unplanned.update(step.outputs)
-    plan = plan_memory(jaxpr)
+    plan = plan_memory(jaxpr, block.liveness)
     for var, buffer in plan.buffer_of.items():
         held = plan.buffers[buffer]
         if held.size != var.aval.size or held.dtype != var.aval.dtype:
             break  # not a plan of exact-type buffers: do without
     else:
         kept = {v: b for v, b in plan.buffer_of.items() if v not in unplanned}
-        return kept, plan.buffers
+        return kept, plan.buffers, _in_place(plan.in_place, kept)
     intermediates = [v for e in jaxpr.eqns for v in e.outputs if v not in unplanned]
-    return {v: k for k, v in enumerate(intermediates)}, [v.aval for v in intermediates]
+    kept = {v: k for k, v in enumerate(intermediates)}
+    return kept, [v.aval for v in intermediates], _in_place(plan.in_place, kept)
+
+
+def _in_place(in_place: dict, buffer_of: dict) -> dict:
+    return {
+        out: operand
+        for out, operand in in_place.items()
+        if operand not in buffer_of or buffer_of.get(out) == buffer_of[operand]
+    }

@@ -1,13 +1,19 @@
-"""scatter: the output starts as a copy of ``x``, then each update is combined in at its
-index along ``axis``; an update whose index is outside the axis is dropped (the IR's rule,
-``ir/structural.py``), so each thread tests its index before it writes.
+"""The updates, scatter and dynamic_update_slice: the launcher copies ``x`` into the
+output, unless the update writes in place (its operand dies there, the memory plan's
+proof: the output is then ``x``'s own buffer), and the kernel writes only what changes.
 
-- add (numbers) and min/max (integers): the launcher copies ``x`` into the output, then
-  one thread per update element combines it in with an atomic; duplicates are safe.
+scatter: each update is combined in at its index along ``axis``; an update whose index is
+outside the axis is dropped (the IR's rule, ``ir/structural.py``), so each thread tests
+its index before it writes.
+
+- add (numbers) and min/max (integers): one thread per update element combines it in
+  with an atomic; duplicates are safe.
 - set, mul, and float min/max (whose NaN rules atomics do not follow): one thread per
-  column (a position of the other axes) copies its column, then applies the updates that
-  land in it in order: serial per column, so the last of duplicate ``set`` indices wins
-  and every combination follows NumPy's ``ufunc.at``, with no atomics.
+  column (a position of the other axes) applies the updates that land in it in order:
+  serial per column, so the last of duplicate ``set`` indices wins and every combination
+  follows NumPy's ``ufunc.at``, with no atomics.
+
+dynamic_update_slice (``window_kernel``): one thread per element of the window.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import math
 
 from ...ir import dtypes
 from .elementwise import launch_1d
+from .indexing import clamped_starts
 from .options import CudaOptions
 from .scalar import maximum, minimum, wrap
 from .writer import CodegenError, Index, KernelSource, KernelWriter, linear
@@ -84,9 +91,6 @@ def scatter_kernel(w: KernelWriter, options: CudaOptions, header: str) -> Kernel
     with w.block(f"for c_flat in range(cuda.grid(1), {columns}, cuda.gridsize(1)):"):
         column = w.delinearize("c_flat", pre_shape + post_shape)
         pre, post = column[: len(pre_shape)], column[len(pre_shape) :]
-        with w.block(f"for a_pos in range({size}):"):
-            x_index = Index(shape, dims=tuple(pre) + ("a_pos",) + tuple(post))
-            w.line(f"{out_param}[{target(pre, 'a_pos', post)}] = {w.value(x, x_index)}")
         if size:
             with w.block(f"for u_pos in range({n_updates}):"):
                 index_dims = w.delinearize("u_pos", indices.aval.shape)
@@ -100,4 +104,30 @@ def scatter_kernel(w: KernelWriter, options: CudaOptions, header: str) -> Kernel
                     w.line(f"{old} = {out_param}[{where}]")
                     w.line(f"{out_param}[{where}] = {_combine(mode, old, value, dtype)}", comment)
     grid, block = launch_1d(columns, options)
-    return KernelSource(w.name, w.source(header), w.params, grid, block, launch=columns > 0)
+    x_position = w.jaxpr.invars.index(x)
+    return KernelSource(
+        w.name, w.source(header), w.params, grid, block,
+        copies=[(x_position, 0)], launch=columns > 0,
+    )  # fmt: skip
+
+
+def window_kernel(w: KernelWriter, options: CudaOptions, header: str) -> KernelSource:
+    """dynamic_update_slice: the launcher copies ``x`` into the output (none when the
+    update writes in place, into ``x``'s own buffer), then one thread per element of the
+    update writes it into the window, whose starts are clamped so that it fits."""
+    (eqn,) = w.jaxpr.eqns
+    x, update, *starts = eqn.inputs
+    (out_param,) = w.output_params
+    shape, window = tuple(x.aval.shape), tuple(update.aval.shape)
+    clamped = clamped_starts(w, starts, window, shape)
+    n = math.prod(window)
+    with w.block(f"for u_flat in range(cuda.grid(1), {n}, cuda.gridsize(1)):"):
+        index = Index(window, flat="u_flat")
+        value = w.value(update, index)
+        dims = tuple(f"{s} + {d}" for s, d in zip(clamped, w.dims(index), strict=True))
+        w.line(f"{out_param}[{linear(dims, shape)}] = {value}", w.eqn_text(eqn))
+    grid, block = launch_1d(n, options)
+    x_position = w.jaxpr.invars.index(x)
+    return KernelSource(
+        w.name, w.source(header), w.params, grid, block, copies=[(x_position, 0)], launch=n > 0
+    )

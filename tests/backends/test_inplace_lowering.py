@@ -1,0 +1,412 @@
+"""Functional updates lowered as in-place writes: a ``dynamic_update_slice`` or
+``scatter`` whose operand dies at it writes into the operand's memory, in straight-line
+code and on loop carries, and nowhere else.
+
+Every case runs on each backend and is compared with NumPy run on copies of the same
+inputs (results and the arguments afterwards); the structural tests read the memory plan
+(``Liveness.in_place``, ``loop_ownership``) and the CPU's generated source, where an
+in-place update is marked ``# in place`` and a copy is ``.copy()``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import numbax
+from numbax.backends.cpu import backend as cpu_backend
+from numbax.passes.memory import Liveness
+
+rng = np.random.default_rng(7)
+
+
+# --- programs --------------------------------------------------------------------------
+
+
+def window_chain(x):
+    """Updates of an intermediate, each reading the one before: all in place."""
+    y = x * 2.0
+    y[1:3] = y[0:2] + 1.0
+    y[0] = -y[4]
+    y[3:] += 5.0
+    return y
+
+
+def read_after_update(x):
+    """The operand is read after the update: that read sees the old value."""
+    y = x * 2.0
+    z = y.at[1:3].set(0.0)
+    return z, z + y
+
+
+def view_read_after_update(x):
+    """A reshape (a view on the CPU) of the operand outlives the update."""
+    y = (x * 2.0).reshape(2, 3)
+    flat = y.reshape(6)
+    z = flat.at[0].set(100.0)
+    return z, y
+
+
+def operand_twice(x, order):
+    """The operand is also the update: writing in place would read overwritten values."""
+    y = x * 2.0
+    return y.at[order].set(y)
+
+
+def argument_update(x):
+    """An update of an argument: the caller's array is never written."""
+    return x.at[1:3].set(0.0), x.sum()
+
+
+def mutated_argument(a, v):
+    """In-place NumPy on an argument: written back, as NumPy leaves it."""
+    a[1:3] = v
+    a += 1.0
+
+
+def scatter_chain(x, index, v):
+    y = x * 1.5
+    y = y.at[index].add(v)
+    y = y.at[index].set(v * 2.0)
+    return y.at[index].min(0.0) - 1.0
+
+
+def carry_window(x):
+    """fori_loop: a carry updated by a window write each iteration."""
+
+    def body(i, a):
+        return a.at[i].set(a[i - 1] * 0.5 + 1.0)
+
+    return numbax.fori_loop(1, x.shape[0], body, x * 1.0)
+
+
+def jacobi_swap(a, b):
+    """The double buffer ``(src, dst) -> (dst', src)``: both carries written in turn."""
+
+    def body(i, grids):
+        src, dst = grids
+        average = 0.25 * (src[1:-1, :-2] + src[1:-1, 2:] + src[:-2, 1:-1] + src[2:, 1:-1])
+        return dst.at[1:-1, 1:-1].set(average), src
+
+    return numbax.fori_loop(0, 5, body, (a, b))
+
+
+def five_point(a):
+    return 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1])
+
+
+def jacobi_inplace(a, b):
+    """PolyBench's jacobi-2d in NumPy's in-place style inside a fori_loop."""
+
+    def body(i, grids):
+        a, b = grids
+        b[1:-1, 1:-1] = 0.2 * (
+            a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1]
+        )
+        a[1:-1, 1:-1] = 0.2 * (
+            b[1:-1, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] + b[2:, 1:-1] + b[:-2, 1:-1]
+        )
+        return a, b
+
+    return numbax.fori_loop(0, 4, body, (a, b))
+
+
+def initial_needed_after(x):
+    """The loop's initial value is read after the loop: copied once, before it."""
+    y = x * 2.0
+    out = numbax.fori_loop(0, 3, lambda i, a: a.at[i].add(1.0), y)
+    return out, y
+
+
+def carried_twice(x):
+    """A body that returns one value as two carries: neither may be written in place."""
+
+    def body(i, carries):
+        a, b = carries
+        a = a.at[i].add(b[i] + 1.0)
+        return a, a
+
+    return numbax.fori_loop(0, 3, body, (x * 1.0, x * 3.0))
+
+
+def old_carry_returned(x):
+    """The body returns its updated carry and the carry as it was."""
+
+    def body(i, carries):
+        a, previous = carries
+        return a.at[i].set(10.0 + i), a
+
+    return numbax.fori_loop(0, 3, body, (x * 1.0, x * 0.0))
+
+
+def histogram(values, bins):
+    """scatter_add on a carry inside a loop."""
+
+    def body(i, counts):
+        return counts.at[bins[i]].add(values[i])
+
+    return numbax.fori_loop(0, values.shape[0], body, np.zeros(4))
+
+
+def scan_rows(x):
+    """scan whose carry is written in place and also emitted as the ys."""
+
+    def step(a, row):
+        a = a.at[0].set(a[0] + row.sum())
+        return a, a
+
+    return numbax.scan(step, x[0] * 1.0, x)
+
+
+def while_fill(x):
+    def cond(carry):
+        i, _ = carry
+        return i < x.shape[0]
+
+    def body(carry):
+        i, a = carry
+        return i + 1, a.at[i].set(i * 2.0)
+
+    return numbax.while_loop(cond, body, (0, x * 1.0))[1]
+
+
+def x5():
+    return rng.standard_normal(5)
+
+
+CASES = {
+    "window_chain": (window_chain, lambda: (rng.standard_normal(6),)),
+    "read_after_update": (read_after_update, lambda: (x5(),)),
+    "view_read_after_update": (view_read_after_update, lambda: (rng.standard_normal(6),)),
+    "operand_twice": (operand_twice, lambda: (x5(), np.array([4, 3, 2, 1, 0]))),
+    "argument_update": (argument_update, lambda: (x5(),)),
+    "mutated_argument": (mutated_argument, lambda: (x5(), np.array(3.0))),
+    "scatter_chain": (scatter_chain, lambda: (x5(), np.array([0, 3, 3]), np.ones(3))),
+    "carry_window": (carry_window, lambda: (x5(),)),
+    "jacobi_swap": (jacobi_swap, lambda: (rng.random((6, 7)), rng.random((6, 7)))),
+    "jacobi_inplace": (jacobi_inplace, lambda: (rng.random((6, 7)), rng.random((6, 7)))),
+    "initial_needed_after": (initial_needed_after, lambda: (x5(),)),
+    "carried_twice": (carried_twice, lambda: (x5(),)),
+    "old_carry_returned": (old_carry_returned, lambda: (x5(),)),
+    "histogram": (histogram, lambda: (rng.random(7), rng.integers(0, 4, 7))),
+    "scan_rows": (scan_rows, lambda: (rng.standard_normal((4, 3)),)),
+    "while_fill": (while_fill, lambda: (x5(),)),
+}
+
+
+def reference(fn, args):
+    """``fn`` run by the interpreter (NumPy's reference implementations) on copies of
+    ``args``: its results and the arguments afterwards."""
+    copies = [np.array(a, copy=True) for a in args]
+    return numbax.jit(fn, backend="interpret")(*copies), copies
+
+
+def as_tuple(results) -> tuple:
+    if results is None:
+        return ()
+    return results if isinstance(results, tuple) else (results,)
+
+
+def assert_same(got, want) -> None:
+    got, want = as_tuple(got), as_tuple(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_values_and_arguments_match_the_interpreter(name, compiled_backend):
+    fn, make = CASES[name]
+    args = make()
+    want, want_args = reference(fn, args)
+    got_args = [np.array(a, copy=True) for a in args]
+    got = compiled_backend.to_host(numbax.jit(fn, backend=compiled_backend)(*got_args))
+    assert_same(got, want)
+    assert_same(tuple(got_args), tuple(want_args))
+
+
+def numpy_jacobi(a, b, steps):
+    for _ in range(steps):
+        b[1:-1, 1:-1] = 0.2 * (
+            a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1]
+        )
+        a[1:-1, 1:-1] = 0.2 * (
+            b[1:-1, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] + b[2:, 1:-1] + b[:-2, 1:-1]
+        )
+    return a, b
+
+
+@pytest.mark.parametrize("name", ["window_chain", "mutated_argument"])
+def test_in_place_numpy_matches_numpy(name, backend):
+    fn, make = CASES[name]
+    args = make()
+    numpy_args = [np.array(a, copy=True) for a in args]
+    want = fn(*numpy_args)
+    got_args = [np.array(a, copy=True) for a in args]
+    assert_same(backend.to_host(numbax.jit(fn, backend=backend)(*got_args)), want)
+    assert_same(tuple(got_args), tuple(numpy_args))
+
+
+def test_the_stencil_in_a_loop_matches_numpy(backend):
+    a, b = rng.random((6, 7)), rng.random((6, 7))
+    want = numpy_jacobi(a.copy(), b.copy(), 4)
+    assert_same(backend.to_host(numbax.jit(jacobi_inplace, backend=backend)(a, b)), want)
+
+
+# --- what the CPU program does --------------------------------------------------------
+
+
+def cpu_source(fn, *args) -> str:
+    closed = numbax.make_jaxpr(fn)(*args)
+    return cpu_backend.lower(closed, fn.__name__).source
+
+
+def update_lines(source: str) -> list[str]:
+    """The lines that bind an update's output to its operand (or a copy of it)."""
+    marks = ("dynamic_update_slice", "scatter")
+    lines = source.splitlines()
+    found = []
+    for k, line in enumerate(lines):
+        if line.strip().startswith("# kernel") and any(m in line for m in marks):
+            found += [
+                nxt.strip()
+                for nxt in lines[k + 1 : k + 8]
+                if "in place" in nxt or re.search(r"= \w+\.copy\(\)$", nxt.strip())
+            ][:1]
+    return found
+
+
+def loop_body(source: str) -> str:
+    """The generated lines inside the program's first loop."""
+    lines = source.splitlines()
+    start = next(k for k, line in enumerate(lines) if re.match(r"\s+(for step|while True)", line))
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    body = []
+    for line in lines[start + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def test_straight_line_updates_of_an_intermediate_write_in_place():
+    lines = update_lines(cpu_source(window_chain, rng.standard_normal(6)))
+    assert len(lines) == 3 and all("in place" in line for line in lines), lines
+
+
+def test_an_update_whose_operand_is_read_later_copies():
+    (line,) = update_lines(cpu_source(read_after_update, x5()))
+    assert line.endswith(".copy()")
+
+
+def test_an_update_of_a_view_that_outlives_it_copies():
+    (line,) = update_lines(cpu_source(view_read_after_update, rng.standard_normal(6)))
+    assert line.endswith(".copy()")
+
+
+def test_an_update_reading_its_operand_twice_copies():
+    (line,) = update_lines(cpu_source(operand_twice, x5(), np.arange(5)))
+    assert line.endswith(".copy()")
+
+
+def test_an_update_of_an_argument_copies_once_then_writes_in_place():
+    def twice(x):
+        return x.at[0].set(1.0).at[1].set(2.0)
+
+    first, second = update_lines(cpu_source(twice, x5()))
+    assert first.endswith(".copy()") and "in place" in second
+
+
+@pytest.mark.parametrize("name", ["carry_window", "jacobi_swap", "jacobi_inplace", "histogram"])
+def test_a_loop_writes_its_carries_in_place_with_no_copy_per_iteration(name):
+    fn, make = CASES[name]
+    source = cpu_source(fn, *make())
+    body = loop_body(source)
+    assert ".copy()" not in re.sub(r"\[[^\]]*\]\.copy\(\)", "", body), body
+    assert "in place" in body
+    # The caller's arrays are copied once, before the loop, and only those.
+    initial = next(line for line in source.splitlines() if re.match(r"\s+carry_\d", line))
+    carries = len(initial.split("=")[0].split(","))
+    assert initial.count(".copy()") <= carries
+
+
+def test_a_loop_over_a_dying_intermediate_copies_nothing():
+    def fill(x):
+        return numbax.fori_loop(0, 3, lambda i, a: a.at[i].set(1.0), x * 2.0)
+
+    source = cpu_source(fill, x5())
+    assert not re.search(r"= \w+\.copy\(\)$", source, flags=re.M), source
+
+
+def test_a_loop_whose_initial_value_is_read_after_copies_it_once():
+    source = cpu_source(initial_needed_after, x5())
+    initial = next(line for line in source.splitlines() if re.match(r"\s+carry_\d", line))
+    assert initial.count(".copy()") == 1
+    assert "in place" in loop_body(source)
+
+
+@pytest.mark.parametrize("name", ["carried_twice", "old_carry_returned"])
+def test_carries_that_share_memory_are_not_written_in_place(name):
+    fn, make = CASES[name]
+    closed = numbax.make_jaxpr(fn)(*make())
+    fused, _ = numbax.passes.optimize(closed)
+    liveness = Liveness(fused)
+    ((index, ownership),) = liveness.loops.items()
+    assert not ownership.reaching
+    assert "in place" not in loop_body(cpu_source(fn, *make()))
+
+
+def test_the_benchmark_stencil_has_no_copy_inside_its_loop():
+    a, b = rng.random((12, 12)), rng.random((12, 12))
+    source = cpu_source(jacobi_inplace, a, b)
+    body = loop_body(source)
+    assert body.count("in place") == 2
+    assert not re.search(r"= \w+\.copy\(\)$", body, flags=re.M)
+
+
+# --- what the CUDA program does (under the simulator) ---------------------------------
+
+
+def cuda_executable(fn, *args):
+    from numbax.backends.cuda import CudaBackend
+
+    return CudaBackend().compile(numbax.make_jaxpr(fn)(*args), fn.__name__)
+
+
+def cuda_in_place(executable) -> list[dict]:
+    """Per block of the CUDA program, the updates the launcher runs in place."""
+    return [in_place for _, _, in_place in executable._plans.values()]
+
+
+@pytest.fixture
+def cuda(compiled_backend):
+    if compiled_backend != "cuda":
+        pytest.skip("needs the CUDA backend (NUMBA_ENABLE_CUDASIM=1)")
+
+
+def test_cuda_updates_of_an_intermediate_write_in_place(cuda):
+    executable = cuda_executable(window_chain, rng.standard_normal(6))
+    (top,) = cuda_in_place(executable)
+    block = executable.program.block
+    # The last update makes the result, a new array on every call: it copies the
+    # operand's planned buffer, which the next call writes again.
+    assert len(block.liveness.in_place) == 3
+    assert set(top) == set(block.liveness.in_place) - set(block.jaxpr.outvars)
+    assert len(top) == 2
+
+
+def test_cuda_update_whose_operand_lives_on_copies(cuda):
+    executable = cuda_executable(read_after_update, x5())
+    assert not any(cuda_in_place(executable))
+
+
+def test_cuda_loop_carries_are_written_in_place(cuda):
+    a, b = rng.random((6, 7)), rng.random((6, 7))
+    executable = cuda_executable(jacobi_inplace, a, b)
+    (loop,) = [s for s in executable.program.steps if getattr(s, "ownership", None)]
+    assert loop.ownership.reaching == loop.ownership.copied == frozenset({0, 1})
+    body = loop.bodies[-1]
+    assert len(executable._plans[id(body)][2]) == 2
+    assert_same(tuple(executable(a, b)), numpy_jacobi(a.copy(), b.copy(), 4))
