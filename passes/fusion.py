@@ -16,6 +16,11 @@ and its result goes through memory. Cheap producers were already copied per cons
 ``broadcasts``. Control flow (``cond``, ``while``, ``scan``) stays as it is, with its
 bodies fused.
 
+A window of an array (``slice``, ``dynamic_slice``, with the unit reshapes after it) is
+a kernel of kind "view" until it merges into a kernel that reads it: that kernel then
+reads the window in place (``kernels.views_read_memory``); one that merges into nothing
+is a copy, an opaque kernel of each of its equations.
+
 Equations with side effects (prints, and control flow that prints) keep their program
 order: each one is an extra predecessor of the next, an edge the cycle check and the
 final order respect like a value read (they are never merged, so the edge stays put).
@@ -32,8 +37,18 @@ from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern, has_side_effects
 from .broadcasts import copy_cheap_producers, hoist_broadcasts
 from .dce import eliminate_dead_code
-from .kernels import KernelSpec, build_kernel, classify, merged_spec, reads_across
-from .rewrite import map_subjaxprs
+from .kernels import (
+    UNIT_RESHAPES,
+    WINDOWS,
+    KernelSpec,
+    build_kernel,
+    classify,
+    is_view,
+    merged_spec,
+    merged_with_view,
+    reads_across,
+)
+from .rewrite import Rebuilder, map_subjaxprs
 
 
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
@@ -45,10 +60,42 @@ def fuse(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
     counts = Counter() if counts is None else counts
     jaxpr = eliminate_dead_code(hoist_broadcasts(jaxpr))
     jaxpr = eliminate_dead_code(copy_cheap_producers(jaxpr))
+    jaxpr = eliminate_dead_code(copy_views(jaxpr))
     partition = Partition(jaxpr)
     partition.merge_greedily()
     eqns = partition.build(counts, lambda body: fuse(body, counts))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def copy_views(jaxpr: Jaxpr) -> Jaxpr:
+    """A window (or a unit reshape of one) read by several equations is taken again for
+    each reader after the first, so each reader's kernel may read it in place: taking a
+    window costs nothing there. Copies that end up as kernels of their own are merged
+    again by CSE after fusion."""
+    producers = {v: e for e in jaxpr.eqns for v in e.outputs}
+    seen: set = set()
+    out = Rebuilder()
+
+    def copy(atom):
+        producer = producers.get(atom) if isinstance(atom, Var) else None
+        if producer is None or not is_view(producer):
+            return atom
+        if atom not in seen:  # the first reader takes the original
+            seen.add(atom)
+            return atom
+        inputs = (
+            [copy(a) for a in producer.inputs]
+            if producer.prim.name not in WINDOWS
+            else producer.inputs
+        )
+        return out.emit1(producer.prim, inputs, producer.source_info, **producer.params)
+
+    for eqn in jaxpr.eqns:
+        inputs = [copy(a) for a in dict.fromkeys(eqn.inputs)]
+        renamed = dict(zip(dict.fromkeys(eqn.inputs), inputs, strict=True))
+        new_inputs = [renamed[a] for a in eqn.inputs]
+        out.add(eqn.replace(inputs=new_inputs) if new_inputs != eqn.inputs else eqn)
+    return out.finish(jaxpr)
 
 
 # A var read by many kernels (an input every term of a long sum reads) pairs each of them
@@ -96,7 +143,10 @@ class Partition:
         self.effect_before = {b: a for a, b in self.effect_after.items()}
         self.groups: dict[int, Group] = {}
         for i, eqn in enumerate(self.eqns):
-            spec = None if eqn.prim.pattern is Pattern.CONTROL else classify([eqn])
+            if eqn.prim.name in WINDOWS:
+                spec = KernelSpec("view", eqn.outputs[0].aval.shape)
+            else:
+                spec = None if eqn.prim.pattern is Pattern.CONTROL else classify([eqn])
             guarded = eqn.prim.pattern is Pattern.CONTRACTION or eqn.prim.name == "broadcast_in_dim"
             self.groups[i] = Group(
                 [i],
@@ -104,17 +154,33 @@ class Partition:
                 set(eqn.outputs),
                 set(_read_vars(eqn)),
                 {r for v in eqn.outputs for r in self.readers.get(v, ())},
-                set(_read_vars(eqn)) if guarded else set(),
+                set(_read_vars(eqn)) if guarded else _window_array(eqn),
                 i,
                 i,  # program order is a topological order
             )
 
     # ------------------------------------------------------------------ merging
 
+    def chain_views(self) -> None:
+        """Each window joins the unit reshapes that alone read it, one after another
+        (``x[:, j]`` is a window one wide, then a squeeze): one view of kind "view"."""
+        for i, eqn in enumerate(self.eqns):
+            if eqn.prim.name not in WINDOWS:
+                continue
+            var = eqn.outputs[0]
+            while var not in self.outvars and len(self.readers[var]) == 1:
+                (reader,) = self.readers[var]
+                reshape = self.eqns[reader]
+                if reshape.prim.name not in UNIT_RESHAPES or not is_view(reshape):
+                    break
+                var = reshape.outputs[0]
+                self._merge([], self.group_of[i], reader, KernelSpec("view", var.aval.shape))
+
     def merge_greedily(self) -> None:
         """Merge the pair saving the most bytes first, until no pair saves any. A pair's
         saving is re-read when it is popped (merges since may have changed it); the
         pairs a merge may have made more valuable are pushed again by ``_merge``."""
+        self.chain_views()
         heap: list = []
         for gid in list(self.groups):
             self._push_candidates(heap, gid, self._related(gid))
@@ -137,20 +203,50 @@ class Partition:
         ga, gb = self.groups[a], self.groups[b]
         if not (ga.mergeable and gb.mergeable):
             return None
-        spec = merged_spec(ga.spec, gb.spec)
+        if gb.spec.kind == "view":
+            spec = self._merged_with_view(b, a)
+        elif ga.spec.kind == "view":
+            spec = self._merged_with_view(a, b)
+        else:
+            spec = merged_spec(ga.spec, gb.spec)
         if spec is None or not self._reads_across(a, b, spec) or not self._reads_across(b, a, spec):
             return None
         if self._reaches(a, b) or self._reaches(b, a):
             return None
         return spec
 
+    def _merged_with_view(self, view: int, other: int) -> KernelSpec | None:
+        """The spec of view ``view`` merged into ``other``: its result stays inside when
+        only broadcasts of ``other`` read it, else it must have one of other's shapes."""
+        (result,) = self._results(view)
+        readers = [self.group_of[r] for r in self.readers[result]]
+        read_by_broadcasts = (
+            other in readers
+            and result not in self.outvars
+            and all(g == other for g in readers)
+            and all(self.eqns[r].prim.name == "broadcast_in_dim" for r in self.readers[result])
+        )
+        return merged_with_view(self.groups[view].spec, self.groups[other].spec, read_by_broadcasts)
+
+    def _results(self, gid: int) -> list[Var]:
+        """The values of ``gid`` read outside it or returned by the program."""
+        return [
+            v
+            for v in self.groups[gid].produced
+            if v in self.outvars or any(self.group_of[r] != gid for r in self.readers[v])
+        ]
+
     def _reads_across(self, reader: int, source: int, spec: KernelSpec) -> bool:
         """Whether the equations of ``reader`` that read values ``source`` computes may
         read them inside one kernel of ``spec``."""
         group, produced = self.groups[reader], self.groups[source].produced
         for var in group.guarded_reads & produced:
+            # A view's result is read at any index, in place: broadcasts may read it.
+            of_view = is_view(self.eqns[self.producer[var]])
             for r in self.readers[var]:
-                if self.group_of[r] == reader and not reads_across(self.eqns[r], spec):
+                if self.group_of[r] != reader or reads_across(self.eqns[r], spec):
+                    continue
+                if not (of_view and self.eqns[r].prim.name == "broadcast_in_dim"):
                     return False
         return True
 
@@ -303,6 +399,11 @@ class Partition:
             if group.spec is None:
                 eqns.append(map_subjaxprs(members[0], fuse_body))
                 continue
+            if group.spec.kind == "view":  # read by no kernel in place: copies
+                for eqn in members:
+                    eqns.append(build_kernel([eqn], eqn.outputs, KernelSpec("opaque")))
+                    counts["opaque_kernels"] += 1
+                continue
             outputs = [
                 v
                 for e in members
@@ -329,6 +430,13 @@ class Partition:
                 if waiting[nxt] == 0:
                     heapq.heappush(ready, (self.groups[nxt].first, nxt))
         return order
+
+
+def _window_array(eqn: Eqn) -> set:
+    """The array a window reads in place (its starts are read as any scalar is)."""
+    if eqn.prim.name in WINDOWS and isinstance(eqn.inputs[0], Var):
+        return {eqn.inputs[0]}
+    return set()
 
 
 def _read_vars(eqn: Eqn) -> list[Var]:

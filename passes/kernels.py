@@ -19,7 +19,7 @@ from .cse import eliminate_common_subexpressions
 
 @dataclass(frozen=True)
 class KernelSpec:
-    kind: str  # elementwise | reduction | contraction | opaque
+    kind: str  # elementwise | reduction | contraction | opaque | view (fusion's, see below)
     shape: tuple[int, ...] = ()  # the iteration shape: S, or the contraction's output
     axes: tuple[int, ...] = ()  # the axes of S a reduction kernel reduces
 
@@ -40,11 +40,32 @@ def reduction_axes(eqn: Eqn) -> tuple[int, ...] | None:
     return (eqn.params["axis"],)
 
 
+# Reads of a window of an array, which a loop kernel makes in place, through an index
+# map (start + stride * loop index), instead of a kernel of their own copying it out.
+WINDOWS = ("slice", "dynamic_slice")
+# Reshapes that only drop or insert size-1 dims: a window's read then carries over.
+UNIT_RESHAPES = ("reshape", "squeeze", "expand_dims")
+
+
+def is_view(eqn: Eqn) -> bool:
+    """A window read, or a reshape that only moves size-1 dims (a view of a window when
+    it shares a kernel: ``views_read_memory`` says where it may)."""
+    name = eqn.prim.name
+    if name in WINDOWS:
+        return True
+    if name not in UNIT_RESHAPES:
+        return False
+    before, after = eqn.inputs[0].aval.shape, eqn.outputs[0].aval.shape
+    return [d for d in before if d != 1] == [d for d in after if d != 1]
+
+
 def fusible(eqn: Eqn) -> bool:
     """Whether ``eqn`` may share a kernel with others (else it is an opaque kernel)."""
     pattern = eqn.prim.pattern
     if eqn.prim.multiple_results:
         return False
+    if is_view(eqn):
+        return True
     if pattern in (Pattern.ELEMENTWISE, Pattern.BROADCAST, Pattern.CONTRACTION):
         return True
     return pattern is Pattern.REDUCTION and bool(reduction_axes(eqn))
@@ -52,39 +73,83 @@ def fusible(eqn: Eqn) -> bool:
 
 def classify(eqns: Sequence[Eqn]) -> KernelSpec | None:
     """The kernel these equations (in program order) form, or None if they form none."""
-    if len(eqns) == 1 and not fusible(eqns[0]):
+    if len(eqns) == 1 and (not fusible(eqns[0]) or is_view(eqns[0])):
         return KernelSpec("opaque")
     if not eqns or not all(fusible(e) for e in eqns):
         return None
     produced = {v for e in eqns for v in e.outputs}
+    viewed = {v for e in eqns if is_view(e) for v in e.outputs}
+    computed = [e for e in eqns if not is_view(e)]
+    if not computed:
+        return None  # windows alone are copies: opaque kernels, one each
     contractions = [e for e in eqns if e.prim.pattern is Pattern.CONTRACTION]
     reductions = [e for e in eqns if e.prim.pattern is Pattern.REDUCTION]
     if contractions:
-        return _contraction(eqns, contractions, reductions, produced)
-    if reductions:
-        return _reduction(eqns, reductions, produced)
-    return _elementwise(eqns, produced)
+        spec = _contraction(computed, contractions, reductions, produced, viewed)
+    elif reductions:
+        spec = _reduction(computed, reductions, produced, viewed)
+    else:
+        spec = _elementwise(computed, produced, viewed)
+    if spec is None or not views_read_memory(eqns, produced, viewed, _spec_shapes(spec)):
+        return None
+    return spec
+
+
+def _spec_shapes(spec: KernelSpec) -> set:
+    """The shapes a value of a kernel of ``spec`` may have where it is read per point."""
+    return {spec.shape, spec.reduced_shape} if spec.kind == "reduction" else {spec.shape}
+
+
+def views_read_memory(eqns, produced, viewed, shapes) -> bool:
+    """The rule for windows in a kernel: a window reads a kernel input (never an array the
+    kernel computes; its rank-0 starts may be), a unit reshape reads a window's value, and each such
+    view has one of the kernel's shapes ``shapes`` unless only broadcasts and other views
+    of the kernel read it."""
+    readers: dict = {}
+    for eqn in eqns:
+        for atom in eqn.inputs:
+            readers.setdefault(atom, []).append(eqn)
+    for eqn in eqns:
+        if not is_view(eqn):
+            continue
+        operand = eqn.inputs[0]
+        if eqn.prim.name in WINDOWS:
+            if operand in produced:
+                return False
+        elif operand not in viewed:
+            return False
+        out = eqn.outputs[0]
+        if out.aval.shape not in shapes:
+            inside = readers.get(out, [])
+            if not inside or not all(
+                e.prim.name == "broadcast_in_dim" or is_view(e) for e in inside
+            ):
+                return False
+    return True
 
 
 def _shape(eqn: Eqn) -> tuple[int, ...]:
     return eqn.outputs[0].aval.shape
 
 
-def _broadcasts_an_input(eqn: Eqn, produced: set) -> bool:
-    """A broadcast inside a loop nest reads a kernel input (or a literal) at projected
-    indices; it cannot broadcast a value computed in the same loop nest."""
-    return eqn.prim.name != "broadcast_in_dim" or eqn.inputs[0] not in produced
+def _broadcasts_an_input(eqn: Eqn, produced: set, viewed: set) -> bool:
+    """A broadcast inside a loop nest reads a kernel input (or a literal, or a window of
+    an input) at projected indices; it cannot broadcast a value computed in the same
+    loop nest."""
+    if eqn.prim.name != "broadcast_in_dim":
+        return True
+    return eqn.inputs[0] not in produced or eqn.inputs[0] in viewed
 
 
-def _elementwise(eqns, produced) -> KernelSpec | None:
+def _elementwise(eqns, produced, viewed) -> KernelSpec | None:
     shape = _shape(eqns[0])
     for eqn in eqns:
-        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced):
+        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced, viewed):
             return None
     return KernelSpec("elementwise", shape)
 
 
-def _contraction(eqns, contractions, reductions, produced) -> KernelSpec | None:
+def _contraction(eqns, contractions, reductions, produced, viewed) -> KernelSpec | None:
     if len(contractions) > 1 or reductions:
         return None  # one dot_general per kernel; a reduction needs its own loop nest
     dot = contractions[0]
@@ -92,12 +157,12 @@ def _contraction(eqns, contractions, reductions, produced) -> KernelSpec | None:
         return None  # no prologue: the operands come from memory
     shape = _shape(dot)
     for eqn in eqns:
-        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced):
+        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced, viewed):
             return None
     return KernelSpec("contraction", shape)
 
 
-def _reduction(eqns, reductions, produced) -> KernelSpec | None:
+def _reduction(eqns, reductions, produced, viewed) -> KernelSpec | None:
     first = reductions[0]
     spec = KernelSpec("reduction", first.inputs[0].aval.shape, reduction_axes(first))
     for eqn in reductions:
@@ -109,7 +174,7 @@ def _reduction(eqns, reductions, produced) -> KernelSpec | None:
             continue
         if _shape(eqn) not in (spec.shape, reduced):
             return None
-        if not _broadcasts_an_input(eqn, produced) and not _broadcasts_back(eqn, spec):
+        if not _broadcasts_an_input(eqn, produced, viewed) and not _broadcasts_back(eqn, spec):
             return None
     return spec
 
@@ -141,10 +206,20 @@ def merged_spec(a: KernelSpec, b: KernelSpec) -> KernelSpec | None:
     return a if b.shape == a.shape else None
 
 
+def merged_with_view(view: KernelSpec, other: KernelSpec, read_by_broadcasts: bool):
+    """The kernel a chain of views (a window of a kernel input, then unit reshapes; spec
+    kind "view", shape its result's) makes with a kernel ``other`` that reads it, or None:
+    ``other`` as it was, when the view has one of its shapes or only broadcasts there read
+    it (``views_read_memory``)."""
+    if other.kind in ("opaque", "view"):
+        return None
+    return other if view.shape in _spec_shapes(other) or read_by_broadcasts else None
+
+
 def reads_across(eqn: Eqn, spec: KernelSpec) -> bool:
     """Whether ``eqn`` may read a value computed in the same kernel of ``spec``."""
-    if eqn.prim.pattern is Pattern.CONTRACTION:
-        return False  # no prologue: the operands come from memory
+    if eqn.prim.pattern is Pattern.CONTRACTION or eqn.prim.name in WINDOWS:
+        return False  # no prologue: the operands (and a window's array) come from memory
     if eqn.prim.name == "broadcast_in_dim":
         return spec.kind == "reduction" and _broadcasts_back(eqn, spec)
     return True
@@ -153,7 +228,7 @@ def reads_across(eqn: Eqn, spec: KernelSpec) -> bool:
 # ----------------------------------------------------------------------------- build
 
 # Bookkeeping ops left out of kernel names unless they are all a kernel does.
-_UNNAMED = ("broadcast_in_dim", "convert_element_type", "iota")
+_UNNAMED = ("broadcast_in_dim", "convert_element_type", "iota", *WINDOWS, *UNIT_RESHAPES)
 _MAX_NAMED_OPS = 4
 
 

@@ -215,6 +215,38 @@ def dot_of_transpose(eqn, ctx):
     return None
 
 
+@simplification("dot_general")
+def dot_of_batch_broadcast(eqn, ctx):
+    """A batched matmul whose right operand is the same matrix in every batch (broadcast
+    along the batch dims, as ``(R, Q, 1, P) @ (P, P)`` traces) is one product of the left
+    operand's every row with that matrix: its batch dims become free dims, and the
+    backend runs one large GEMM instead of a GEMM per batch over a broadcast copy."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
+    broadcast = ctx.producer(eqn.inputs[1], "broadcast_in_dim")
+    if broadcast is None or not rhs_batch:
+        return None
+    source, dims = broadcast.inputs[0], tuple(broadcast.params["broadcast_dimensions"])
+    lhs = eqn.inputs[0]
+    kept = [d for d in range(lhs.aval.ndim) if d not in lhs_contract]
+    # The product's layout is (batch, lhs free, rhs free); without batch dims it is
+    # (lhs dims but the contracted ones, rhs free): the same when lhs leads with them.
+    same_layout = kept == list(lhs_batch) + [d for d in kept if d not in lhs_batch]
+    rhs = eqn.inputs[1]
+    if any(d not in dims for d in range(rhs.aval.ndim) if d not in rhs_batch):
+        return None  # broadcast along a contracted or free dim too: not one matrix
+    widened = any(source.aval.shape[k] != eqn.inputs[1].aval.shape[d] for k, d in enumerate(dims))
+    if (
+        any(d in dims for d in rhs_batch)
+        or widened
+        or not same_layout
+        or list(dims) != sorted(dims)
+    ):
+        return None
+    contract = tuple(dims.index(d) for d in rhs_contract)
+    numbers = ((tuple(lhs_contract), contract), ((), ()))
+    return ctx.emit("dot_general", [lhs, source], dimension_numbers=numbers)
+
+
 @simplification("transpose")
 def transposed_dot(eqn, ctx):
     """transpose(dot_general(a, b)) = dot_general(b, a) when the transpose swaps the

@@ -1,10 +1,18 @@
 """NumPy indexing over tracers (``x[...]``) and functional updates (``x.at[...]``).
 
-Basic indices (ints, slices, None, Ellipsis) become ``slice``/``squeeze``/
-``expand_dims``; integer arrays (and concrete boolean masks, via ``nonzero``) become
-one ``gather`` over the indexed axes, placed where NumPy's advanced-indexing rules put
-it. ``x.at[idx].op(v)`` indexes an iota of flat positions with the same machinery and
-scatters into the flattened array, so every index form that reads also writes.
+Basic indices (ints, slices, None, Ellipsis) become one ``slice`` (and a
+``dynamic_slice`` for traced ints, a window one wide) plus ``squeeze``/``expand_dims``;
+integer arrays (and concrete boolean masks, via ``nonzero``) become one ``gather`` over
+the indexed axes, placed where NumPy's advanced-indexing rules put it.
+
+``x.at[idx].op(v)`` with a basic index (ints, traced ints, slices of any static step,
+None, Ellipsis) updates the box the index names: a ``dynamic_update_slice`` of the
+window when every step is 1, else the box's bounding window is read, the strided
+positions of each axis written into it by a ``scatter`` along that axis (an index
+array as long as the axis, never one the size of the window), and the window written
+back. Any other index scatters into the flattened array at the positions an iota of
+flat positions takes under the same indexing, so every index form that reads also
+writes.
 
 Out-of-range integer indices (JAX's rule; README "Out-of-range indices"): a negative
 index counts from the end once, as in NumPy; what is still outside the axis then
@@ -144,13 +152,16 @@ def getitem(x, idx):
 
 def _index(x, items, split):
     """``x`` indexed by normalized ``items`` (one per axis)."""
+    arrays = _has_arrays(items)
     advanced = [
         k
         for k, i in enumerate(items)
-        if isinstance(i, (np.ndarray, Tracer)) or (_is_int_scalar(i) and _has_arrays(items))
+        if arrays and (isinstance(i, (np.ndarray, Tracer)) or _is_int_scalar(i))
     ]
-    # Basic indexing first: slices and (when no arrays are present) concrete ints.
-    squeeze = []
+    # Basic indexing first, as one slice: slices, and (when no arrays are present) ints;
+    # then negative steps, and a traced int's window one wide at its traced start.
+    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    reversed_axes, traced, squeeze = [], {}, []
     for axis, i in enumerate(items):
         if axis in advanced:
             continue
@@ -162,21 +173,31 @@ def _index(x, items, split):
                     IndexError, f"index {i} is out of bounds for axis {axis} with size {size}"
                 )
             i %= size
-            x = _slice_axis(x, axis, i, i + 1, 1)
+            starts[axis], limits[axis] = i, i + 1
+            squeeze.append(axis)
+        elif _is_traced_int(i):
+            traced[axis] = _wrapped(i, size)
             squeeze.append(axis)
         elif isinstance(i, slice):
             start, stop, step = i.indices(size)
             if step > 0:
-                x = _slice_axis(x, axis, start, max(start, stop), step)
+                starts[axis], limits[axis], strides[axis] = start, max(start, stop), step
             else:
-                positions = np.arange(start, stop, step, dtype=np.int64)
-                x = lax.gather(x, positions, axis)
+                reversed_axes.append((axis, np.arange(start, stop, step, dtype=np.int64)))
         else:
             raise _error(
                 NumbaxTypeError,
                 f"unsupported index {i!r} of type "
                 f"{type(i).__name__}; use ints, slices, None, ..., or integer arrays",
             )
+    x = lax.slice(x, starts, limits, strides)
+    for axis, positions in reversed_axes:
+        x = lax.gather(x, positions, axis)
+    if traced:
+        # dynamic_slice clamps the start into the axis: a traced index past either end
+        # reads the nearest entry, as the gather it replaces did.
+        window = [1 if a in traced else n for a, n in enumerate(x.shape)]
+        x = lax.dynamic_slice(x, [traced.get(a, np.int64(0)) for a in range(x.ndim)], window)
     if advanced:
         x = _advanced(x, items, advanced, split)
         shift = len(_index_shape(items, advanced)) - len(advanced)
@@ -184,14 +205,23 @@ def _index(x, items, split):
     return lax.squeeze(x, squeeze)
 
 
+def _is_traced_int(i) -> bool:
+    """A traced integer scalar: without arrays beside it, it indexes as an int does."""
+    return isinstance(i, Tracer) and i.shape == () and dtypes.is_integer(i.dtype)
+
+
+def _wrapped(i: Tracer, size: int) -> Tracer:
+    """A traced index as int64, a negative one counted from the end once (NumPy's rule)."""
+    i = lax.convert_element_type(i, dtypes.int64)
+    return lax.select(lax.lt(i, np.int64(0)), lax.add(i, np.int64(size)), i)
+
+
 def _has_arrays(items) -> bool:
-    return any(isinstance(i, (np.ndarray, Tracer)) for i in items)
-
-
-def _slice_axis(x, axis, start, stop, step):
-    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
-    starts[axis], limits[axis], strides[axis] = start, stop, step
-    return lax.slice(x, starts, limits, strides)
+    """Whether an integer array takes part (a traced scalar alone is no array)."""
+    return any(
+        isinstance(i, np.ndarray) or (isinstance(i, Tracer) and not _is_traced_int(i))
+        for i in items
+    )
 
 
 def _index_array(i, size, axis):
@@ -305,10 +335,15 @@ def _updated_positions(shape, idx):
 
 
 def update(x, idx, values, mode: str):
-    """Functional ``x[idx] op= values``: a scatter into the flattened array. An update
-    whose integer index is outside its axis (after wrapping a negative one once) is
-    dropped, traced or concrete, as JAX does."""
+    """Functional ``x[idx] op= values``: an update of the box a basic index names (see
+    the module docstring), else a scatter into the flattened array. An update whose
+    integer index is outside its axis (after wrapping a negative one once) is dropped,
+    traced or concrete, as JAX does."""
     x = asarray(x)
+    idx = known_index(idx)
+    axes = _basic_axes(x.ndim, idx)
+    if axes is not None:
+        return _update_box(x, axes, values, mode)
     positions = _updated_positions(x.shape, idx)
     values = asarray(convert(operand(values), x.dtype))
     target = np.shape(positions)
@@ -325,6 +360,107 @@ def update(x, idx, values, mode: str):
         flat, lax.reshape(asarray(positions), (count,)), lax.reshape(values, (count,)), 0, mode
     )
     return lax.reshape(out, x.shape)
+
+
+def _basic_axes(ndim: int, idx) -> list | None:
+    """A basic index as one entry per axis of x (an int, a traced int or a static slice)
+    with its Nones kept in place; None if it has arrays, masks or a traced slice bound
+    (the general path reads those, and raises what NumPy raises)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    basic = all(
+        i is None or i is Ellipsis or _is_int_scalar(i) or _is_traced_int(i) or _static_slice(i)
+        for i in items
+    )
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    ellipses = sum(1 for i in items if i is Ellipsis)
+    if not basic or consumed > ndim or ellipses > 1:
+        return None
+    axes = []
+    for i in items:
+        axes += [slice(None)] * (ndim - consumed) if i is Ellipsis else [i]
+    return axes + [slice(None)] * (ndim - consumed) * (1 - ellipses)
+
+
+def _static_slice(i) -> bool:
+    bounds = (i.start, i.stop, i.step) if isinstance(i, slice) else (0.5,)
+    return all(b is None or _is_int_scalar(b) for b in bounds)
+
+
+def _update_box(x, axes, values, mode: str):
+    """``x`` with the box ``axes`` names updated (``update`` for a basic index)."""
+    lows, counts, steps, inside, target, dropped = [], [], [], [], [], False
+    for i in axes:
+        if i is None:
+            target.append(1)
+            continue
+        size = x.shape[len(lows)]
+        if isinstance(i, slice):
+            start, stop, step = i.indices(size)
+            count = len(range(start, stop, step))
+            lows.append(np.int64(start if step > 0 else start + (count - 1) * step))
+            counts.append(count)
+            steps.append(step)
+            target.append(count)
+            continue
+        if _is_int_scalar(i):
+            position = int(i) + size if i < 0 else int(i)
+            dropped |= not 0 <= position < size
+            lows.append(np.int64(position))
+        else:
+            position = _wrapped(i, size)
+            inside.append(
+                lax.bitwise_and(lax.ge(position, np.int64(0)), lax.lt(position, np.int64(size)))
+            )
+            lows.append(position)
+        counts.append(1)
+        steps.append(1)
+    values = asarray(convert(operand(values), x.dtype))
+    target = tuple(target)
+    if broadcast_shapes(np.shape(values), target, operation=f".at[].{mode}") != target:
+        raise _error(
+            ShapeError,
+            f".at[].{mode}: values of shape {np.shape(values)} do not "
+            f"broadcast to the indexed shape {target}",
+        )
+    if dropped or 0 in counts:
+        return x
+    values = lax.reshape(lax.broadcast_to_rank(values, target), counts)
+    spans = [(n - 1) * abs(step) + 1 for n, step in zip(counts, steps, strict=True)]
+    strided = [
+        (axis, np.arange(n, dtype=np.int64) * step - min(0, (n - 1) * step))
+        for axis, (n, step) in enumerate(zip(counts, steps, strict=True))
+        if step != 1
+    ]
+    old = None
+    if strided or mode != "set" or inside:
+        old = lax.dynamic_slice(x, lows, spans)
+    if strided:
+        window = _scatter_axes(old, values, strided, mode)
+    else:
+        window = values if mode == "set" else _combine(mode, old, values)
+    if inside:
+        every = inside[0]
+        for also in inside[1:]:
+            every = lax.bitwise_and(every, also)
+        window = lax.select(lax.broadcast_to_rank(every, spans), window, old)
+    return lax.dynamic_update_slice(x, window, lows)
+
+
+def _scatter_axes(box, values, axes, mode: str):
+    """``box`` with ``values`` combined in at the strided positions of each of ``axes``
+    ((axis, positions) pairs), one scatter along each axis, innermost last."""
+    (axis, positions), rest = axes[0], axes[1:]
+    if not rest:
+        return lax.scatter(box, positions, values, axis, mode)
+    inner = _scatter_axes(lax.gather(box, positions, axis), values, rest, mode)
+    return lax.scatter(box, positions, inner, axis, "set")
+
+
+def _combine(mode: str, old, new):
+    """``old`` op ``new`` as the scatter of ``mode`` combines them (booleans: or, and)."""
+    if old.dtype == dtypes.bool_ and mode in ("add", "mul"):
+        return lax.bitwise_or(old, new) if mode == "add" else lax.bitwise_and(old, new)
+    return {"add": lax.add, "mul": lax.mul, "min": lax.min, "max": lax.max}[mode](old, new)
 
 
 class IndexUpdateRef:

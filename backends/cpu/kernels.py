@@ -22,6 +22,7 @@ from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
 
 REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
 _PASS_THROUGH = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
+WINDOWS = ("slice", "dynamic_slice")  # read in place from a kernel input (``Use.window``)
 
 
 class Unfusable(Exception):
@@ -130,6 +131,9 @@ class _Analysis:
             self.uses.append(Use(writer.leaves[var], var.aval.shape, mapping))
             return []
         eqn = writer.producer[var]
+        if eqn.prim.name in WINDOWS:
+            self.uses.append(writer.window_use(eqn, mapping, analysis=True))
+            return [(start, ()) for start in eqn.inputs[1:]]
         if eqn.prim.name == "iota":
             d = mapping[eqn.params["dimension"]]
             if d is not None:
@@ -192,6 +196,33 @@ class KernelWriter:
         if tuple(m for m in mapping if m is not None) != self.kept_dims():
             raise Unfusable("a reduction result read at other dims than it was reduced to")
 
+    def window_use(self, eqn: Eqn, mapping: tuple, analysis: bool = False) -> Use:
+        """The kernel input a window eqn reads, at ``mapping``, through its index map.
+        The analysis only needs to know there is a window (its loops stay unmerged)."""
+        x = eqn.inputs[0]
+        if x not in self.leaves:
+            raise Unfusable(f"{eqn.prim.name} of a value computed in the kernel")
+        window = ((0, 1),) * x.aval.ndim if analysis else self._window(eqn)
+        return Use(self.leaves[x], x.aval.shape, mapping, window)
+
+    def _window(self, eqn: Eqn) -> tuple:
+        params, shape = eqn.params, eqn.inputs[0].aval.shape
+        if eqn.prim.name == "slice":
+            return tuple(zip(params["start_indices"], params["strides"], strict=True))
+        window = []
+        for atom, size, n in zip(eqn.inputs[1:], shape, params["slice_sizes"], strict=True):
+            if isinstance(atom, Literal):  # clamped so the window fits, as the reference
+                window.append((min(max(int(atom.val), 0), size - n), 1))
+                continue
+            # A start is rank 0: computed (or loaded) once, before the kernel's loops.
+            start = self.value(atom, ())
+            key = ("start", atom, size - n)
+            clamped = self.builder.lookup(key) or self.builder.place(
+                key, "start", f"min(max({start.name}, 0), {size - n})", start.deps
+            )
+            window.append((clamped.name, 1))
+        return tuple(window)
+
     # --- values ---------------------------------------------------------------------------
 
     def value(self, var, mapping: tuple) -> Scalar:
@@ -240,6 +271,8 @@ class KernelWriter:
             result = self.results[var]
             return result if isinstance(result, Scalar) else builder.load(result, self._prefix(var))
         eqn = self.producer[var]
+        if eqn.prim.name in WINDOWS:
+            return builder.load(self.window_use(eqn, mapping), self._prefix(var))
         if eqn.prim.name == "iota":
             return self._iota(eqn, mapping, key, self._prefix(var))
         if eqn.prim.name not in _PASS_THROUGH and eqn.prim.pattern is not Pattern.ELEMENTWISE:

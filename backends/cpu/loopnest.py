@@ -26,11 +26,17 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Use:
-    """An array read or written at every point of the iteration space."""
+    """An array read or written at every point of the iteration space.
+
+    A window of the array (a fused ``slice``/``dynamic_slice``) is read in place: per
+    array dim, ``(start, stride)`` with ``start`` an int or the name of a scalar computed
+    before the loops, and the element at loop index ``i`` is ``start + stride * i`` (at
+    ``start`` where the dim follows no iteration dim)."""
 
     array: str
     shape: tuple[int, ...]
     dims: tuple[int | None, ...]  # per array dim: the iteration dim it follows, or None
+    window: tuple = ()  # per array dim (start, stride); () for the whole array
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,8 @@ def _mergeable(d, e, reduced, uses, own_loop_dims) -> bool:
     if (d in reduced) != (e in reduced) or d in own_loop_dims or e in own_loop_dims:
         return False
     for use in uses:
+        if use.window and (d in use.dims or e in use.dims):
+            return False  # a window is indexed per dim, never through a flat view
         if d in use.dims and e in use.dims:
             # The two array dims must be neighbours, in order, with only unit dims between.
             first, second = use.dims.index(d), use.dims.index(e)
@@ -177,6 +185,8 @@ class LoopBuilder:
         present.sort()
         groups = [k for _, k in present]
         deps = frozenset(groups)
+        if use.window:
+            return use.array, self._window_index(use), deps
         indices = [self.groups[k].index for k in groups]
         live_dims = [k for k, n in enumerate(use.shape) if n != 1]
         if len(use.shape) == 0:
@@ -200,6 +210,18 @@ class LoopBuilder:
             self.views[key] = name
             self.prelude.append(f"{name} = {use.array}.reshape({tuple_source(shape)})")
         return self.views[key], indices, deps
+
+    def _window_index(self, use: Use) -> list[str]:
+        """The index expressions of a window's element at the current point."""
+        index_of = {g.dims[0]: g.index for g in self.groups if len(g.dims) == 1}
+        index = []
+        for d, (start, stride) in zip(use.dims, use.window, strict=True):
+            if d is None:
+                index.append(str(start))
+                continue
+            step = index_of[d] if stride == 1 else f"{stride} * {index_of[d]}"
+            index.append(step if start == 0 else f"{start} + {step}")
+        return index
 
     def render(self, indent: str) -> list[str]:
         return [indent + line for line in self.prelude] + self.root.render(indent)
