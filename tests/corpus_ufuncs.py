@@ -41,12 +41,13 @@ UNARY = {
     "arcsinh": (NORMAL, True), "arctanh": (UNIT, True), "cbrt": (NONZERO, True),
     "deg2rad": (NORMAL, True), "rad2deg": (NORMAL, True), "radians": (NORMAL, True),
     "degrees": (NORMAL, True), "trunc": (NORMAL, False), "signbit": (NORMAL, False),
-    "conjugate": (NORMAL, True),
+    "conjugate": (NORMAL, True), "spacing": (NORMAL, False), "frexp": (NORMAL, False),
 }  # fmt: skip
 BINARY = {
     "hypot": (NORMAL, True), "fmax": (NORMAL, True), "fmin": (NORMAL, True),
     "copysign": (NORMAL, True), "heaviside": (NORMAL, True), "logaddexp2": (NORMAL, True),
-    "float_power": (POSITIVE, True),
+    "float_power": (POSITIVE, True), "nextafter": (NORMAL, True), "gcd": (NORMAL, False),
+    "lcm": (NORMAL, False),
 }  # fmt: skip
 _MIXED = [(F32, I32), (I32, I64), (F32, F64), (BOOL, I32), (I64, F32)]
 
@@ -96,6 +97,45 @@ def ufunc_arccosh(x):
 )
 def ufunc_array_api_names(x):
     return np.asin(x), np.acos(x), np.atan(x), np.asinh(x), np.atanh(x), np.acosh(2 - x)
+
+
+@case(
+    "ufunc_ldexp",
+    [(f64(3, 4), i32(4)), (f32(5), i64(5)), (i32(3), i32(3)), (f64(0, 3), i32(3)), (f32(), i32())],
+    tags=["ufunc"],
+)  # fmt: skip
+def ufunc_ldexp(x, n):
+    return np.ldexp(x, n), np.ldexp(x, n * 400), np.ldexp(x, -n * 400 - 1000)
+
+
+@case(
+    "exponents_grad",
+    [(f64(3, 4, values=NONZERO),), (f32(5, values=NONZERO),), (f64(2, 0),)],
+    tags=["grad"],
+)
+def exponents_grad(x):
+    # Slopes: the mantissa's 2**-e, ldexp's 2**n, nextafter's 1 in x and 0 in y.
+    mantissa, exponent = np.frexp(x)
+    return mantissa * 3.0, np.ldexp(x, 3), np.ldexp(mantissa, exponent), np.nextafter(x, 2 * x)
+
+
+@case(
+    "exponents_special_values",
+    [(f64(3, 4), f64(4)), (f32(5), f32(5)), (f64(1, 3), f64(3))],
+)
+def exponents_special_values(x, y):
+    x, y = _specials(x), _specials(-y)
+    tiny = np.finfo(x.dtype).smallest_subnormal
+    return (
+        *np.frexp(x),
+        *np.frexp(x * tiny),
+        np.spacing(x),
+        np.spacing(x * tiny),
+        np.nextafter(x, y),
+        np.nextafter(x * tiny, y),
+        np.ldexp(x, 3),
+        np.ldexp(x * tiny, 1100),
+    )
 
 
 @case(

@@ -384,9 +384,8 @@ def numpy_support_markdown() -> str:
         *STATUS_LEGEND,
         "",
         "A ufunc's keyword arguments that numbax does not trace (`where=`, say) are refused "
-        "with `UnsupportedFunctionError` naming them. Of the ufunc methods, only `.reduce` of "
-        "the ufuncs marked so is traced (`.accumulate`, `.outer`, `.at`, `.reduceat` are "
-        "refused).",
+        "with `UnsupportedFunctionError` naming them. Every traced ufunc of two inputs also "
+        "traces its methods `.outer`, `.reduce`, `.accumulate`, `.at` and `.reduceat`.",
         "",
     ]
     for namespace, module in NUMPY_NAMESPACES:
@@ -407,6 +406,11 @@ def numpy_support_markdown() -> str:
             for name, kind, status in rows
         ]
         lines.append("")
+    lines += ["## Known limitations", "", "Functions refused for a reason of their own:", ""]
+    lines += [
+        f"- `{value.__module__}.{value.__name__}`: {why}."
+        for value, why in numpy_api.LIMITATIONS.items()
+    ]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -67,9 +67,11 @@ def _array_function(self, func, types, args, kwargs):
     if func in xnp.HANDLED_FUNCTIONS:
         return _call_with_out(xnp.HANDLED_FUNCTIONS[func], func.__name__, args, kwargs)
     module = getattr(func, "__module__", None) or "numpy"  # numpy.linalg, numpy.fft, ...
-    raise UnsupportedFunctionError(
-        at_line(_unsupported_numpy(f"{module}.{func.__name__}"), user_frame_info())
-    )
+    what = f"{module}.{func.__name__}"
+    if func in xnp.LIMITATIONS:
+        message = f"{what} is not supported: {xnp.LIMITATIONS[func]} (docs/numpy_support.md)"
+        raise UnsupportedFunctionError(at_line(message, user_frame_info()))
+    raise UnsupportedFunctionError(at_line(_unsupported_numpy(what), user_frame_info()))
 
 
 def _unsupported_numpy(what: str) -> str:
@@ -232,6 +234,8 @@ _METHODS = {
     "dot": xnp.dot,
     "take": xnp.take,
     "round": xnp.round,
+    "conj": xnp.conjugate,
+    "conjugate": xnp.conjugate,
     "copy": lambda self, order="K": self.alias(mutable=True),
 }
 
@@ -269,4 +273,6 @@ def install() -> None:
     for name, (symbol, ufunc) in _INPLACE_OPERATORS.items():
         setattr(Tracer, f"__i{name}__", functionalize.inplace_operator(ufunc, symbol))
     Tracer.T = property(lambda self: xnp.transpose(self))
+    Tracer.real = property(lambda self: xnp.real(self))
+    Tracer.imag = property(lambda self: xnp.imag(self))
     Tracer.at = property(IndexUpdateHelper)

@@ -167,9 +167,11 @@ HANDLED_UFUNCS[np.matmul] = matmul
 # Families of NumPy functions in modules of their own: each module's FUNCTIONS maps a NumPy
 # function's name to its implementation and UFUNCS a ufunc's name; both join the tables
 # above and this namespace.
-from . import numpy_construction, numpy_statistics, numpy_ufuncs, sorting  # noqa: E402
+from . import numpy_complex, numpy_construction, numpy_statistics, numpy_ufuncs, sorting  # noqa: E402, I001
+from . import numpy_exponents  # noqa: E402
 
-for _family in (numpy_construction, numpy_statistics, numpy_ufuncs, sorting):
+_FAMILIES = (numpy_construction, numpy_statistics, numpy_ufuncs, numpy_exponents, numpy_complex)
+for _family in (*_FAMILIES, sorting):
     for _name, _implementation in _family.FUNCTIONS.items():
         globals()[_name] = _implementation
         HANDLED_FUNCTIONS[getattr(np, _name)] = _implementation
@@ -202,6 +204,15 @@ from . import numpy_linalg  # noqa: E402
 linalg = _types.SimpleNamespace(**numpy_linalg.FUNCTIONS)
 for _name, _implementation in numpy_linalg.FUNCTIONS.items():
     HANDLED_FUNCTIONS[getattr(np.linalg, _name)] = _implementation
+# NumPy function -> why numbax refuses it, where the reason is more than "not yet".
+LIMITATIONS = {getattr(np.linalg, name): why for name, why in numpy_linalg.LIMITATIONS.items()}
+
+# numpy.fft likewise (fftfreq and rfftfreq take no array, so only numbax.numpy.fft's trace d).
+from . import numpy_fft  # noqa: E402
+
+fft = _types.SimpleNamespace(**numpy_fft.FUNCTIONS)
+for _name, _implementation in numpy_fft.FUNCTIONS.items():
+    HANDLED_FUNCTIONS[getattr(np.fft, _name)] = _implementation
 
 # The NumPy functions that return views of their argument return numbax's views (a write
 # through one reaches its base): wrapped last, over the implementations registered above.

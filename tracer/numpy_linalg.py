@@ -576,6 +576,14 @@ FUNCTIONS = {
 }
 SCIPY_FUNCTIONS = {"cho_solve": cho_solve, "solve_triangular": solve_triangular}
 
+_COMPLEX_EIGENVALUES = (
+    "the eigenvalues and eigenvectors of a general real matrix are complex, and numbax's "
+    "linear algebra has no complex LAPACK routines (geev) yet; for a symmetric matrix use "
+    "numpy.linalg.eigh / eigvalsh, or call it outside the traced function"
+)
+# NumPy functions refused with a reason of their own (docs/numpy_support.md lists them).
+LIMITATIONS = {"eig": _COMPLEX_EIGENVALUES, "eigvals": _COMPLEX_EIGENVALUES}
+
 
 def scipy_modules(package: str) -> tuple[types.ModuleType, types.ModuleType]:
     """``numbax.scipy`` and ``numbax.scipy.linalg``, modules that import by name."""

@@ -56,7 +56,7 @@ def count_nonzero(a, axis=None, *, keepdims=False):
 
 
 def _is_float(x) -> bool:
-    return x.dtype.kind == "f"
+    return dtypes.is_float(x.dtype)
 
 
 def _nan_to(x, value):

@@ -1,5 +1,5 @@
 """NumPy's remaining ufuncs (inverse trig and hyperbolic, hypot, cbrt, rounding, degrees,
-fmax/fmin, copysign, heaviside, signbit, nan_to_num, real/imag/conj/angle), written as
+fmax/fmin, copysign, heaviside, signbit, nan_to_num), written as
 compositions of primitives.
 
 Each name in ``FUNCTIONS`` (and ``UFUNCS``) joins ``numbax.numpy`` and NumPy's dispatch
@@ -21,9 +21,11 @@ A NaN's sign is not visible to any numbax primitive, so ``signbit`` and ``copysi
 read every NaN as positive (NumPy reads its sign bit; NaNs made by arithmetic have a
 platform-dependent sign anyway).
 
-``frexp``, ``ldexp``, ``nextafter`` and ``spacing`` read or build a float's bits, which no
-numbax primitive does; they stay refused by name, as are ``gcd``/``lcm`` (a data-dependent
-loop) and complex values (numbax has no complex dtypes).
+``gcd`` and ``lcm`` are Euclid's algorithm in a ``while_loop`` over the whole array,
+which runs until every element's remainder is 0 (at most 93 steps for int64). The
+functions of a float's exponent (frexp, ldexp, nextafter, spacing) are in
+``numpy_exponents``, those of complex parts (real, imag, conj, angle) in
+``numpy_complex``.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import UnsupportedFunctionError, at_line
+from ..ir.errors import NumbaxTypeError, at_line
 from . import functionalize, lax, ufuncs
+from .control_flow import while_loop
 from .core import Tracer
-from .promote import asarray, operand, promote_and_broadcast, result_type, shape_of
+from .promote import asarray, operand, promote_and_broadcast, result_type
 from .source_info import user_frame_info
 from .ufuncs import _arithmetic_dtype, _as_float, _inexact_dtype, _typed
 
@@ -62,7 +65,7 @@ def _float_binary(x, y, name):
 
 def _large(dtype) -> float:
     """The power of two beyond which ``1 + x*x`` is ``x*x`` to the dtype's precision."""
-    return 2.0 ** math.ceil(-math.log2(np.finfo(dtype).eps) / 2)
+    return 2.0 ** math.ceil(-math.log2(dtypes.finfo(dtype).eps) / 2)
 
 
 def _odd(fn, x, negative):
@@ -203,6 +206,9 @@ def _scale_by(factors, name):
 
     def scale(x):
         x = _as_float(x, name)
+        if dtypes.is_narrow_float(x.dtype):  # NumPy's float16 loop scales in float32
+            wide = lax.convert_element_type(x, dtypes.float32)
+            return lax.convert_element_type(scale(wide), x.dtype)
         return lax.mul(x, _typed(factors[x.dtype], x.dtype))
 
     scale.__name__ = name
@@ -215,13 +221,6 @@ UFUNCS["deg2rad"] = UFUNCS["radians"] = deg2rad = radians = _scale_by(_DEGREE, "
 UFUNCS["rad2deg"] = UFUNCS["degrees"] = rad2deg = degrees = _scale_by(_RADIAN, "rad2deg")
 
 
-@_register(FUNCTIONS, "angle")
-def angle(z, deg=False):
-    _refuse_complex(z, "angle")
-    result = ufuncs.arctan2(0, operand(z))
-    return ufuncs.multiply(result, 180 / math.pi) if deg else result
-
-
 @_register(FUNCTIONS, "sinc")
 def sinc(x):
     """``sin(pi x) / (pi x)`` as NumPy computes it, and near 0 its Taylor series, whose
@@ -231,7 +230,8 @@ def sinc(x):
     dtype = x.dtype
     y = lax.mul(_typed(math.pi, dtype), x)
     # Below it the series' first dropped term, y**8 / 9!, is under the precision.
-    small = lax.lt(lax.abs(y), _typed((math.factorial(9) * np.finfo(dtype).eps) ** 0.125, dtype))
+    threshold = (math.factorial(9) * dtypes.finfo(dtype).eps) ** 0.125
+    small = lax.lt(lax.abs(y), _typed(threshold, dtype))
     y_large = lax.select(small, _typed(1, dtype), y)
     quotient = lax.div(lax.sin(y_large), y_large)
     square = lax.mul(y, y)
@@ -369,7 +369,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = asarray(x)
     if not dtypes.is_float(x.dtype):
         return x.alias(mutable=True) if copy and isinstance(x, Tracer) else x
-    limits = np.finfo(x.dtype)
+    limits = dtypes.finfo(x.dtype)
     out = x
     for test, value in (
         (ufuncs.isnan, nan),
@@ -384,67 +384,70 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 # --------------------------------------------------------------------------------------
-# Complex parts of real values
+# Greatest common divisor and least common multiple
 
 
-def _refuse_complex(x, name):
-    if not isinstance(x, Tracer) and np.iscomplexobj(x):
-        raise UnsupportedFunctionError(
+def _integer_operands(x1, x2, name):
+    dtype = _arithmetic_dtype(operand(x1), operand(x2))  # bools in int8, as NumPy
+    if not dtypes.is_integer(dtype):
+        raise NumbaxTypeError(
             at_line(
-                f"numpy.{name} of a complex value: numbax has no complex dtypes (float32, "
-                "float64, int32, int64 and bool). Carry the real and imaginary parts as two "
-                "real arrays, or call it outside the traced function.",
+                f"numpy.{name} takes integers, not {dtype}, as in NumPy; convert with "
+                "x.astype(np.int64) if the values are whole numbers",
                 user_frame_info(),
             )
         )
+    (a, b), shape = promote_and_broadcast(x1, x2, dtype=dtype, operation=name)
+    # Both full size: the loop's carry keeps its shape (a rank-0 operand stays rank 0).
+    a, b = lax.broadcast_to_rank(a, shape), lax.broadcast_to_rank(b, shape)
+    return lax.abs(a), lax.abs(b), dtype
 
 
-@_register(FUNCTIONS, "real")
-def real(val):
-    _refuse_complex(val, "real")
-    return asarray(val)
+def _unsigned(x):
+    """``x`` in the unsigned dtype of its width, as NumPy computes gcd: ``|int8 min|``
+    wraps to -128 and is 128 there."""
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+    return lax.convert_element_type(x, unsigned) if x.dtype != unsigned else x
 
 
-@_register(FUNCTIONS, "imag")
-def imag(val):
-    _refuse_complex(val, "imag")
-    x = asarray(val)
-    return lax.full(shape_of(x), 0, x.dtype)
+def _gcd_of_magnitudes(a, b):
+    """Euclid's ``(a, b) -> (b, a mod b)`` on every element until all of ``b`` is 0; an
+    element already done keeps its ``a``."""
+    zero, one = _typed(0, a.dtype), _typed(1, a.dtype)
+    every_axis = tuple(range(len(a.shape)))
+
+    def running(carry):
+        nonzero = lax.convert_element_type(lax.ne(carry[1], zero), dtypes.int32)
+        return lax.gt(lax.reduce_sum(nonzero, every_axis), _typed(0, dtypes.int32))
+
+    def step(carry):
+        a, b = carry
+        done = lax.eq(b, zero)
+        remainder = lax.rem(a, lax.select(done, one, b))
+        return lax.select(done, a, b), lax.select(done, zero, remainder)
+
+    return while_loop(running, step, (a, b))[0]
 
 
-@_register(UFUNCS, "conjugate", "conj")
-def conjugate(x):
-    _refuse_complex(x, "conjugate")
-    (x,), _ = promote_and_broadcast(x, dtype=_arithmetic_dtype(operand(x)), operation="conj")
-    return x
+@_register(UFUNCS, "gcd")
+def gcd(x1, x2):
+    """The greatest common divisor of ``|x1|`` and ``|x2|``; ``gcd(0, 0)`` is 0."""
+    a, b, dtype = _integer_operands(x1, x2, "gcd")
+    return lax.convert_element_type(_gcd_of_magnitudes(_unsigned(a), _unsigned(b)), dtype)
 
 
-@_register(FUNCTIONS, "real_if_close")
-def real_if_close(a, tol=100):
-    _refuse_complex(a, "real_if_close")
-    return asarray(a)
-
-
-@_register(FUNCTIONS, "isreal")
-def isreal(x):
-    _refuse_complex(x, "isreal")
-    return lax.full(shape_of(operand(x)), True, dtypes.bool_)
-
-
-@_register(FUNCTIONS, "iscomplex")
-def iscomplex(x):
-    _refuse_complex(x, "iscomplex")
-    return lax.full(shape_of(operand(x)), False, dtypes.bool_)
-
-
-@_register(FUNCTIONS, "isrealobj")
-def isrealobj(x):
-    return not np.iscomplexobj(x) if not isinstance(x, Tracer) else True
-
-
-@_register(FUNCTIONS, "iscomplexobj")
-def iscomplexobj(x):
-    return not isrealobj(x)
+@_register(UFUNCS, "lcm")
+def lcm(x1, x2):
+    """``|x1| // gcd * |x2|`` (divided first, as NumPy, so it overflows only where the
+    result does); 0 where either is 0."""
+    a, b, dtype = _integer_operands(x1, x2, "lcm")
+    a, b = _unsigned(a), _unsigned(b)
+    divisor = _gcd_of_magnitudes(a, b)
+    zero, one = _typed(0, a.dtype), _typed(1, a.dtype)
+    either_zero = lax.eq(divisor, zero)
+    quotient = lax.div(a, lax.select(either_zero, one, divisor))
+    multiple = lax.select(either_zero, zero, lax.mul(quotient, b))
+    return lax.convert_element_type(multiple, dtype)
 
 
 def _maybe_out(result, out, name):

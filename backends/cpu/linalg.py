@@ -1,13 +1,15 @@
 """The linear-algebra primitives (``ir/linalg.py``) in the compiled program: one call per
 eqn into a helper here that loops over the stack of matrices.
 
-``cholesky``, ``qr``, ``eigh`` and ``svd`` call Numba's ``np.linalg``, which runs
-LAPACK through SciPy; a Cholesky factorization that fails (the matrix is not positive
-definite) fills its matrix with NaN, as the IR says. NumPy has no LU or triangular
-solve, so ``lu`` (partial pivoting, the first largest pivot as LAPACK's ``getf2``) and
-``triangular_solve`` (substitution) are loops here, as is the complete QR of a tall
-matrix (Numba's ``qr`` is reduced only): Householder reflectors with LAPACK's signs,
-applied to the identity, which is NumPy's ``mode='complete'``. Each helper reads and
+``qr``, ``eigh`` and ``svd`` call Numba's ``np.linalg``, which runs LAPACK through
+SciPy (``svd`` is ``gesdd``, as NumPy's). Numba has no LU or triangular solve, so
+``lu``, ``triangular_solve`` and ``cholesky`` call SciPy's ``getrf``, ``trsm`` and
+``potrf`` directly (``lapack.py``), the routines NumPy's ``solve`` and ``cholesky`` run; a
+Cholesky factorization that fails (the matrix is not positive definite) fills its matrix
+with NaN, as the IR says.
+The complete QR of a tall matrix (Numba's ``qr`` is reduced only) is a loop here:
+Householder reflectors with LAPACK's signs, applied to the identity, which is NumPy's
+``mode='complete'``. Each helper reads and
 writes stacks of shape ``(batch, m, n)``: the emitters reshape the program's arrays
 (C-contiguous, so a reshape is a view) to that.
 """
@@ -23,74 +25,13 @@ from .loopnest import tuple_source
 from .scalar import dtype_source
 
 MODULE = "numbax.backends.cpu.linalg"
-IMPORTS = {MODULE: ("nbx_linalg", "from numbax.backends.cpu import linalg as nbx_linalg")}
+LAPACK_MODULE = "numbax.backends.cpu.lapack"
+IMPORTS = {
+    MODULE: ("nbx_linalg", "from numbax.backends.cpu import linalg as nbx_linalg"),
+    LAPACK_MODULE: ("nbx_lapack", "from numbax.backends.cpu import lapack as nbx_lapack"),
+}
 
 _JIT = {"error_model": "numpy", "no_cfunc_wrapper": True, "cache": True}
-
-
-@njit(**_JIT)
-def cholesky(a, out):
-    if a.shape[1] == 0:
-        return
-    for p in range(a.shape[0]):
-        try:
-            out[p] = np.linalg.cholesky(a[p])
-        except Exception:  # not positive definite: NaN, as the IR's total cholesky
-            out[p] = np.nan
-
-
-@njit(**_JIT)
-def triangular_solve(a, b, x, lower, transpose_a, unit_diagonal):
-    n, k = b.shape[1], b.shape[2]
-    t = np.empty((n, n), a.dtype)
-    lower = lower != transpose_a  # the transpose of a lower triangle is an upper one
-    for p in range(a.shape[0]):
-        if transpose_a:
-            t[:] = a[p].T
-        else:
-            t[:] = a[p]
-        x[p] = b[p]
-        for step in range(n):
-            i = step if lower else n - 1 - step
-            first, last = (0, i) if lower else (i + 1, n)
-            for j in range(first, last):
-                factor = t[i, j]
-                for c in range(k):
-                    x[p, i, c] -= factor * x[p, j, c]
-            if not unit_diagonal:
-                for c in range(k):
-                    x[p, i, c] /= t[i, i]
-
-
-@njit(**_JIT)
-def lu(a, packed, pivots, permutation):
-    n = a.shape[1]
-    for p in range(a.shape[0]):
-        packed[p] = a[p]
-        for i in range(n):
-            permutation[p, i] = i
-        for k in range(n):
-            best, row = -1.0, k
-            for i in range(k, n):
-                size = abs(packed[p, i, k])
-                if size != size:  # NaN is the largest, as np.argmax says
-                    row = i
-                    break
-                if size > best:
-                    best, row = size, i
-            pivots[p, k] = row
-            if row != k:
-                for j in range(n):
-                    packed[p, k, j], packed[p, row, j] = packed[p, row, j], packed[p, k, j]
-                permutation[p, k], permutation[p, row] = permutation[p, row], permutation[p, k]
-            pivot = packed[p, k, k]
-            if pivot != 0:  # a zero pivot leaves its (zero) column, as LAPACK does
-                for i in range(k + 1, n):
-                    packed[p, i, k] /= pivot
-            for i in range(k + 1, n):
-                factor = packed[p, i, k]
-                for j in range(k + 1, n):
-                    packed[p, i, j] -= factor * packed[p, k, j]
 
 
 @njit(**_JIT)
@@ -187,7 +128,7 @@ def _stack(name: str, aval, rank: int = 2) -> str:
     return f"{name}.reshape({tuple_source((batch, *matrix))})"
 
 
-def _call(program, eqn, helper: str, inputs, flags=()) -> list[str]:
+def _call(program, eqn, helper: str, inputs, flags=(), module: str = MODULE) -> list[str]:
     """Allocate the outputs, then one helper call over the stacks."""
     outs = [program.name(var) for var in eqn.outputs]
     lines = [
@@ -201,21 +142,21 @@ def _call(program, eqn, helper: str, inputs, flags=()) -> list[str]:
         for name, var in zip(outs, eqn.outputs, strict=True)
     ]
     arguments = ", ".join([*stacks, *map(str, flags)])
-    return lines + [f"{program.function(MODULE, helper)}({arguments})"]
+    return lines + [f"{program.function(module, helper)}({arguments})"]
 
 
 def _cholesky(program, eqn, inputs, out) -> list[str]:
-    return _call(program, eqn, "cholesky", inputs)
+    return _call(program, eqn, "cholesky", inputs, module=LAPACK_MODULE)
 
 
 def _triangular_solve(program, eqn, inputs, out) -> list[str]:
     params = eqn.params
     flags = (params["lower"], params["transpose_a"], params["unit_diagonal"])
-    return _call(program, eqn, "triangular_solve", inputs, flags)
+    return _call(program, eqn, "triangular_solve", inputs, flags, LAPACK_MODULE)
 
 
 def _lu(program, eqn, inputs, out) -> list[str]:
-    return _call(program, eqn, "lu", inputs)
+    return _call(program, eqn, "lu", inputs, module=LAPACK_MODULE)
 
 
 def _qr(program, eqn, inputs, out) -> list[str]:

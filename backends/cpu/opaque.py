@@ -8,7 +8,10 @@ does the job in one call it is used (``reshape``, ``transpose``, basic slicing,
 plan reuse a buffer that is still read); the indexing ops (``gather``, ``scatter``) and
 ``cumsum`` are explicit loops, whose semantics are the IR's rather than NumPy's: a gather
 clamps an out-of-range index, a scatter drops an out-of-range update, dynamic slices
-clamp their starts so the window fits (see ``ir/structural.py``).
+clamp their starts so the window fits (see ``ir/structural.py``). An update
+(``dynamic_update_slice``, ``scatter``) writes into its operand's array when the memory
+plan proves the operand dies there (``passes.memory.Liveness.in_place``), and into a copy
+otherwise.
 """
 
 from __future__ import annotations
@@ -16,13 +19,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...ir.core import Eqn
-from . import scalar
+from . import scalar, sorting
 from .callbacks import EMITTERS as CALLBACK_EMITTERS
+from .fft import EMITTERS as FFT_EMITTERS
 from .linalg import EMITTERS as LINALG_EMITTERS
 from .loopnest import tuple_source
 
 # An emitter: (program, eqn, input expressions, output name) -> lines.
-EMITTERS: dict[str, Callable[..., list[str]]] = {**CALLBACK_EMITTERS, **LINALG_EMITTERS}
+EMITTERS: dict[str, Callable[..., list[str]]] = {
+    **CALLBACK_EMITTERS,
+    **LINALG_EMITTERS,
+    **FFT_EMITTERS,
+}
 
 
 def emitter(*names: str):
@@ -121,12 +129,26 @@ def _dynamic_slice(program, eqn, inputs, out) -> list[str]:
     return lines + [f"{out} = {inputs[0]}{_slices(bounds)}.copy()"]
 
 
+def _updated(program, eqn, inputs, out) -> str:
+    """The line that makes ``out`` the update's operand: the operand's own array when
+    the memory plan lets the update write in place, else a copy."""
+    if program.in_place(eqn.outputs[0]):
+        return f"{out} = {inputs[0]}  # in place: the operand dies here"
+    return f"{out} = {inputs[0]}.copy()"
+
+
 @emitter("dynamic_update_slice")
 def _dynamic_update_slice(program, eqn, inputs, out) -> list[str]:
+    """The operand (copied unless in place), then the window written element by element
+    (a loop nest that LLVM vectorises, where Numba's slice assignment is generic)."""
     window = eqn.inputs[1].aval.shape
     lines, starts = _clamped_starts(program, eqn, eqn.inputs[2:], window)
-    bounds = [(s, f"{s} + {n}") for s, n in zip(starts, window, strict=True)]
-    return lines + [f"{out} = {inputs[0]}.copy()", f"{out}{_slices(bounds)} = {inputs[1]}"]
+    update = program.array_of(eqn.inputs[1])
+    nest = _Nest(program)
+    at = nest.loops(window, "w")
+    target = ", ".join(f"{s} + {i}" for s, i in zip(starts, at, strict=True)) or "()"
+    nest.line(f"{out}[{target}] = {update}[{', '.join(at) or '()'}]")
+    return lines + [_updated(program, eqn, inputs, out)] + nest.lines
 
 
 class _Nest:
@@ -187,7 +209,7 @@ def _gather(program, eqn, inputs, out) -> list[str]:
 def _scatter(program, eqn, inputs, out) -> list[str]:
     x_aval, indices_aval = eqn.inputs[0].aval, eqn.inputs[1].aval
     axis, mode = eqn.params["axis"], eqn.params["mode"]
-    lines = [f"{out} = {inputs[0]}.copy()"]
+    lines = [_updated(program, eqn, inputs, out)]
     if x_aval.shape[axis] == 0:
         return lines
     nest, x_index, updates_index = _indexing_nest(
@@ -231,9 +253,20 @@ def _cumsum(program, eqn, inputs, out) -> list[str]:
     return lines + nest.lines
 
 
+def _radix_sort(program, aval, x: str, out: str) -> list[str]:
+    rows = tuple_source((aval.size // aval.shape[-1], aval.shape[-1]))
+    sign, floats = sorting.key_sign_source(aval.dtype), aval.dtype.kind == "f"
+    call = program.function(sorting.MODULE, "sort_rows")
+    return [
+        f"{out} = np.empty({tuple_source(aval.shape)}, {_dtype(aval)})",
+        f"{call}({x}.reshape({rows}), {out}.reshape({rows}), {sign}, {floats})",
+    ]
+
+
 @emitter("sort")
 def _sort(program, eqn, inputs, out) -> list[str]:
-    """One operand sorted along its last axis is one ``np.sort`` call (Numba's sorts
+    """One operand sorted along its last axis is a radix sort of each row
+    (``sorting.py``) where its dtype has one, else one ``np.sort`` call (Numba's sorts
     put NaNs last, as NumPy's). Otherwise each row's order comes from stable argsorts
     (Numba's mergesort), least significant key first, and permutes every operand."""
     params, aval = eqn.params, eqn.inputs[0].aval
@@ -242,6 +275,8 @@ def _sort(program, eqn, inputs, out) -> list[str]:
     # Only a float's order shows stability when nothing rides along: -0.0 and 0.0 tie.
     stability_shows = params["is_stable"] and aval.dtype.kind in "fc"
     if len(inputs) == 1 and dimension == aval.ndim - 1 and not stability_shows:
+        if aval.dtype in sorting.RADIX_DTYPES and aval.size > 0:
+            return _radix_sort(program, aval, inputs[0], out)
         return [f"{out} = np.sort({inputs[0]})"]
     lines = [
         f"{name} = np.empty({tuple_source(var.aval.shape)}, {_dtype(var.aval)})"

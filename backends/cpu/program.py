@@ -27,7 +27,7 @@ from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
 from ...passes.memory import Liveness
 from .. import source as escape
-from . import callbacks, control, intrinsics, linalg, opaque, scalar
+from . import callbacks, control, fft, intrinsics, linalg, opaque, scalar, sorting
 from .contraction import write_dot
 from .kernels import (
     REDUCTIONS,
@@ -48,8 +48,11 @@ from .scalar import dtype_source
 IMPORTS = {
     scalar.MATHLIB: ("fm", "from numbax.backends.cpu.mathlib import functions as fm"),
     scalar.INTRINSICS: ("nbx", "from numbax.backends.cpu import intrinsics as nbx"),
+    scalar.NARROW_FLOATS: ("nf", "from numbax.backends.cpu import narrow_floats as nf"),
     **callbacks.IMPORTS,
     **linalg.IMPORTS,
+    **sorting.IMPORTS,
+    **fft.IMPORTS,
 }
 _RESERVED = (
     set(keyword.kwlist)
@@ -88,7 +91,7 @@ def function_name(name: str) -> str:
 
 
 def numba_type(aval) -> str:
-    dtype = "boolean" if aval.dtype == dtypes.bool_ else aval.dtype.name
+    dtype = "boolean" if aval.dtype == dtypes.bool_ else scalar.storage_dtype(aval.dtype).name
     return f'nt.Array(nt.{dtype}, {len(aval.shape)}, "C")'
 
 
@@ -216,15 +219,23 @@ class _ProgramWriter:
         fn = function_name(self.name_text)
         return GeneratedProgram(fn, self._module(fn, arguments), self.parallel, self.kernels)
 
-    def write_eqns(self, jaxpr: Jaxpr) -> None:
-        liveness = Liveness(jaxpr)
+    def write_eqns(self, jaxpr: Jaxpr, liveness: Liveness | None = None) -> None:
+        """Write ``jaxpr``'s eqns; ``liveness`` (a loop body's, with the carries the loop
+        owns) decides which updates write in place, by default those of ``jaxpr`` alone."""
+        liveness = liveness or Liveness(jaxpr)
         for index, eqn in enumerate(jaxpr.eqns):
+            self.place = (liveness, index)
             writer = control.WRITERS.get(eqn.prim.name)
             if writer is not None:
                 writer(self, eqn)
             else:
-                self.place = (liveness, index)
                 self._kernel(as_kernel(eqn))
+
+    def in_place(self, output: Var) -> bool:
+        """Whether the update writing ``output`` writes into its operand's memory (the
+        memory plan's proof: the operand dies there and is not the caller's)."""
+        liveness, _ = self.place
+        return output in liveness.in_place
 
     def _kernel(self, kernel: Kernel) -> None:
         start = len(self.lines)

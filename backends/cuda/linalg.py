@@ -32,13 +32,18 @@ def run_linalg(executable, step, operands: list, stream) -> list:
             device.device_input(np.ascontiguousarray(result), var.aval, stream)
             for result, var in zip(results, step.outputs, strict=True)
         ]
+    require_cupy(f"runs numpy.linalg's factorizations ({eqn.prim.name} here) with CuPy's cuSOLVER")
+    return _cupy_linalg(eqn, operands, stream)
+
+
+def require_cupy(what: str) -> None:
+    """Raise the error that names the ``cupy`` extra, where CuPy is not installed."""
     if importlib.util.find_spec("cupy") is None:
         raise MissingDependencyError(
-            f"the cuda backend runs numpy.linalg's factorizations ({eqn.prim.name} here) with "
-            "CuPy's cuSOLVER: install cupy-cuda13x (pip install cupy-cuda13x), or run this "
-            "program on the cpu backend"
+            f"the cuda backend {what}: install numbax's cupy extra "
+            "(pip install 'numbax[cupy]', which is cupy-cuda13x), or run this program on the "
+            "cpu backend"
         )
-    return _cupy_linalg(eqn, operands, stream)
 
 
 def _cupy_linalg(eqn, operands: list, stream) -> list:

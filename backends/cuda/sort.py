@@ -9,10 +9,8 @@ runs the reference implementation, so the tests cover a program's sorts there to
 
 from __future__ import annotations
 
-import importlib.util
-
-from ...ir.errors import MissingDependencyError
 from . import device
+from .linalg import require_cupy
 from .options import simulating
 
 
@@ -29,12 +27,7 @@ def run_sort(executable, step, operands: list, stream) -> list:
             device.device_input(result, var.aval, stream)
             for result, var in zip(results, step.outputs, strict=True)
         ]
-    if importlib.util.find_spec("cupy") is None:
-        raise MissingDependencyError(
-            "the cuda backend sorts with CuPy (numpy.sort, argsort, median, quantile, unique, "
-            "top_k are sorts): install cupy-cuda13x (pip install cupy-cuda13x), or run this "
-            "program on the cpu backend"
-        )
+    require_cupy("sorts with CuPy (numpy.sort, argsort, median, quantile, unique, top_k are sorts)")
     return _cupy_sort(eqn, shape, operands, stream)
 
 

@@ -185,11 +185,10 @@ def test_ufunc_out_argument_that_is_a_captured_numpy_array():
     "call, name",
     [
         (lambda x: np.unwrap(x), "numpy.unwrap"),
-        (lambda x: np.fft.fft(x), "numpy.fft.fft"),
+        (lambda x: np.fft.hfft(x), "numpy.fft.hfft"),  # fft, rfft, ... are traced
         (lambda x: np.linalg.eig(x[:, :2]), "numpy.linalg.eig"),
         (lambda x: np.convolve(x[0], x[1]), "numpy.convolve"),
-        (lambda x: np.spacing(x), "numpy.spacing"),
-        (lambda x: np.nextafter.accumulate(x), "numpy.nextafter.accumulate"),
+        (lambda x: np.vecdot(x, x), "numpy.vecdot"),
         (lambda x: np.var(x, mean=np.mean(x)), "mean"),
         (lambda x: numbax.numpy.einsum("ij", x, out=x), "einsum"),
         (lambda x: np.where(x > 0), "three-argument form"),
@@ -203,8 +202,7 @@ def test_ufunc_out_argument_that_is_a_captured_numpy_array():
         "fft",
         "linalg",
         "convolve",
-        "spacing",
-        "accumulate",
+        "vecdot",
         "reduction-kwarg",
         "einsum-out",
         "where-1-arg",
@@ -310,8 +308,8 @@ def test_unhashable_static_argument():
 
 def test_unsupported_dtype():
     with pytest.raises(numbax.NumbaxTypeError) as info:
-        jit(lambda x: x * 2)(np.ones(3, np.complex64))
-    assert "complex64" in str(info.value) and ".astype" in str(info.value)
+        jit(lambda x: x * 2)(np.arange(3).astype("timedelta64[s]"))
+    assert "timedelta64" in str(info.value) and ".astype" in str(info.value)
 
 
 def test_non_array_argument():
