@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import backends, compile_log, graph, passes, traceback_util
+from .backends import tiered as tiering
 from .backends.compile_cache import KeyedLock
 from .backends.source import identifier
 from .config import config
@@ -200,7 +201,9 @@ class _CacheEntry:
     """One traced signature of a jitted function. Compiling waits for the first concrete
     call: a function only ever traced under another transform (``grad(jit(f))``) is
     compiled as part of that transform's program instead. The first thread to call it
-    compiles it; the others wait for that executable."""
+    compiles it; the others wait for that executable. Tiered (``jit(tiered=True)``), the
+    first call starts the compile in a thread and the calls until it is ready are
+    interpreted (``backends/tiered.py``)."""
 
     __slots__ = (
         "closed",
@@ -210,6 +213,7 @@ class _CacheEntry:
         "writes",
         "_executable",
         "_compiling",
+        "tiered",
     )
 
     def __init__(
@@ -221,14 +225,31 @@ class _CacheEntry:
         self.traced = traced  # what the compile log says of the trace, until it says it
         self._executable = None
         self._compiling = threading.Lock()
+        self.tiered: tiering.TieredExecutable | None = None
 
-    def executable(self, name: str):
+    def executable(self, name: str, tiered: bool = False):
+        """The compiled executable; tiered, the interpreting one until it is compiled."""
         if self._executable is None:
             with self._compiling:
-                if self._executable is None:
-                    why, self.traced = self.traced or "(traced earlier)", None
-                    self._executable = _compile_closed(self.closed, self.backend_name, name, why)
-        return self._executable
+                if self._executable is None and self.tiered is None:
+                    self._start(name, tiered)
+                if self.tiered is not None and self.tiered.compiled is not None:
+                    self._executable = self.tiered.compiled
+        return self._executable or self.tiered
+
+    def _start(self, name: str, tiered: bool) -> None:
+        why, self.traced = self.traced or "(traced earlier)", None
+        worth, reason = tiering.worth_interpreting(self.closed, self.backend_name)
+        if not (tiered and worth):
+            self._executable = _compile_closed(self.closed, self.backend_name, name, why)
+            return
+        if config.log_compiles:
+            compile_log.log_tiered(name, why, self.backend_name, reason)
+        why = f"{why}, compiled in the background"
+        compile_program = functools.partial(
+            _compile_closed, self.closed, self.backend_name, name, why
+        )
+        self.tiered = tiering.TieredExecutable(self.closed, compile_program, name)
 
     @property
     def compiled(self) -> bool:
@@ -247,7 +268,7 @@ class JitFunction:
     # It cannot branch on values, so transforms trace it abstractly (transforms/tracing.py).
     needs_concrete_values = False
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None, tiered=None):
         functools.update_wrapper(self, fun)
         # update_wrapper copies only what exists: a functools.partial has no __name__.
         self.__name__ = getattr(fun, "__name__", type(fun).__name__)
@@ -259,6 +280,7 @@ class JitFunction:
             (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames),
         )
         self.backend = backend
+        self.tiered = tiered  # None: config.tiered
         self._cache: dict = {}
         self._tracing = KeyedLock()  # one thread traces each new signature, others wait
         self._counting = threading.Lock()
@@ -282,6 +304,19 @@ class JitFunction:
     def cache_info(self) -> CacheInfo:
         """How often this function was traced, and how often the cache answered."""
         return CacheInfo(self.traces, self.hits, self.traces, len(self._cache))
+
+    @property
+    def interpreted_calls(self) -> int:
+        """Calls answered by the interpreter while their signature compiled (tiered)."""
+        entries = list(self._cache.values())
+        return sum(e.tiered.interpreted_calls for e in entries if e.tiered is not None)
+
+    def wait_compiled(self, timeout: float | None = None) -> None:
+        """Block until every signature compiling in the background is compiled; raise
+        the error of one whose compile failed (as its next call would)."""
+        for entry in list(self._cache.values()):
+            if entry.tiered is not None:
+                entry.tiered.wait(timeout)
 
     def _split(self, args, kwargs, bound: bool = False):
         """The static and dynamic arguments of a call. ``bound``: ``args[0]`` is the
@@ -366,8 +401,9 @@ class JitFunction:
             outs = bind(jit_call_p, *consts, *leaves, jaxpr=jaxpr, name=self.__name__)
             outs = _write_back(leaves, entry.writes, outs)
         else:
-            executable = entry.executable(self.__name__)
-            if self._fast_ok and not entry.writes:
+            tiered = config.tiered if self.tiered is None else self.tiered
+            executable = entry.executable(self.__name__, tiered)
+            if self._fast_ok and not entry.writes and entry.compiled:
                 self._remember_fast(args, kwargs, avals_weak, backend_name, executable, out_tree)
             keep = getattr(executable, "accepts_device_arrays", False)
             arrays = [_to_array(x, a, keep) for x, (a, _) in zip(leaves, avals_weak, strict=True)]
@@ -563,8 +599,20 @@ def _dump_source(directory: str, name: str, backend_name: str, source: str) -> N
         f.write(source)
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), backend=None):
+def jit(
+    fun: Callable | None = None,
+    *,
+    static_argnums=(),
+    static_argnames=(),
+    backend=None,
+    tiered: bool | None = None,
+):
     """Compile ``fun``: trace once per argument signature, cache, and run.
+
+    ``tiered`` (default ``config.tiered``, ``NUMBAX_TIERED``, on): a new signature's first
+    calls on the cpu backend run in NumPy's reference interpreter while the program
+    compiles in a background thread, which then answers every call (see
+    ``backends/tiered.py``); ``tiered=False`` compiles before the first call returns.
 
     >>> import numpy as np, numbax
     >>> @numbax.jit
@@ -575,9 +623,13 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), b
     """
     if fun is None:
         return functools.partial(
-            jit, static_argnums=static_argnums, static_argnames=static_argnames, backend=backend
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            backend=backend,
+            tiered=tiered,
         )
-    return JitFunction(fun, static_argnums, static_argnames, backend)
+    return JitFunction(fun, static_argnums, static_argnames, backend, tiered)
 
 
 # The transforms and control flow as the public API gives them: each is, or returns, an

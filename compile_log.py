@@ -8,6 +8,8 @@ it shows without any logging set up)::
     (12 eqns); cpu: optimise 2.1 ms, codegen 0.6 ms, backend 402.3 ms (disk cache miss,
     compiled)
 
+A tiered first call (``jit(tiered=True)``, the default) logs a line saying that it runs
+interpreted; the compile's own line follows when the background thread has compiled it.
 A signature traced only inside another transform's trace (``grad(jit(f))``) is compiled
 as part of that program: its line says so. After ``RETRACE_WARNING_AFTER`` retraces a
 function gets one ``RetraceWarning`` naming the argument that keeps changing.
@@ -136,6 +138,18 @@ class RetraceCounter:
 
 def log_trace_only(name: str, traced: str) -> None:
     logger.warning("numbax: %s %s; compiled within the enclosing program", name, traced)
+
+
+def log_tiered(name: str, why: str, backend_name: str, reason: str) -> None:
+    """A first call answered by the interpreter while the program compiles (its own line
+    follows, from the compiling thread, saying ``in the background``)."""
+    logger.warning(
+        "numbax: %s %s; %s: interpreting (%s) while it compiles in the background",
+        name,
+        why,
+        backend_name,
+        reason,
+    )
 
 
 def log_compile(name: str, why: str, backend_name: str, executable) -> None:

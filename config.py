@@ -9,6 +9,7 @@
 | NUMBAX_DEBUG_CHECKS        | 1: typecheck after every pass (always on in the tests)      |
 | NUMBAX_CUDA_CUBLAS         | 1: cuda backend's large f32/f64 matmuls via cuBLAS (CuPy)   |
 | NUMBAX_TRACEBACK_FILTERING | off: keep numbax's own frames in error tracebacks           |
+| NUMBAX_TIERED              | 0: first calls wait for the compiled program, not interpret |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -46,6 +47,8 @@ class Config:
     traceback_filtering: bool = field(
         default_factory=lambda: _on_unless_off("NUMBAX_TRACEBACK_FILTERING")
     )
+    # ``jit``'s default for ``tiered``: first calls interpreted while the program compiles.
+    tiered: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_TIERED"))
 
 
 config = Config()

@@ -24,11 +24,18 @@ class CompileStats:
     codegen_s: float  # writing the program's source
     backend_s: float  # Numba/LLVM, or loading its result from a cache
     cache: str  # a key of CACHE_OUTCOMES
+    # The part of ``backend_s`` spent in LLVM (optimising and emitting machine code); the
+    # rest is Numba's typing and lowering. None where the backend does not tell it.
+    llvm_s: float | None = None
 
     def __str__(self) -> str:
+        backend = f"backend {_ms(self.backend_s)}"
+        if self.llvm_s is not None and self.cache != "disk hit":
+            numba_s = max(self.backend_s - self.llvm_s, 0.0)
+            backend += f" (Numba {_ms(numba_s)}, LLVM {_ms(self.llvm_s)})"
         return (
             f"optimise {_ms(self.optimize_s)}, codegen {_ms(self.codegen_s)}, "
-            f"backend {_ms(self.backend_s)} ({CACHE_OUTCOMES[self.cache]})"
+            f"{backend} ({CACHE_OUTCOMES[self.cache]})"
         )
 
 

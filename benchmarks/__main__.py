@@ -4,6 +4,9 @@
     python -m benchmarks --quick              # small sizes, seconds: the CI smoke test
     python -m benchmarks --only chain,softmax --repeat 20
     python -m benchmarks --group kernels      # PolyBench-style kernels, with first-call times
+    python -m benchmarks --group linalg       # numpy.linalg and sort against NumPy and JAX
+    python -m benchmarks --group fft          # numpy.fft: a 2^20 fft, a batched rfft; NumPy, JAX
+    python -m benchmarks --group compile_scaling  # compile time against program size, and JAX's
     python -m benchmarks --backend cpu --update-results   # refresh benchmarks/RESULTS.md
 
 Exits 1 when any implementation disagrees with NumPy or fails; "not supported yet" rows and
@@ -18,14 +21,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import chart, report
+from . import chart, compile_scaling, report
+from .fft import FFT_WORKLOAD_BUILDERS
 from .kernel_workloads import KERNEL_WORKLOAD_BUILDERS
+from .linalg import LINALG_WORKLOAD_BUILDERS
 from .machine import busy_warning, describe, load_average
 from .peers import make_peers
 from .runner import FAILED, any_failed, run_suite
 from .timing import TimingSettings
 from .workloads import (
     GPU_ONLY,
+    NARROW_WORKLOAD_BUILDERS,
     SINGLE_CALL_STYLES,
     WORKLOAD_BUILDERS,
     Workload,
@@ -44,8 +50,18 @@ SETTLE_S = {"quick": 0.05, "full": 0.3}  # see timing.py: other libraries' threa
 
 # Every workload, in run order. The kernels group takes minutes at full size, so the default
 # run (CI's) leaves it out; `--group kernels` or `--group all` runs it, `--only` any of it.
-ALL_BUILDERS = WORKLOAD_BUILDERS | KERNEL_WORKLOAD_BUILDERS
-GROUPS = {"default": WORKLOAD_BUILDERS, "kernels": KERNEL_WORKLOAD_BUILDERS, "all": ALL_BUILDERS}
+ALL_BUILDERS = WORKLOAD_BUILDERS | KERNEL_WORKLOAD_BUILDERS | LINALG_WORKLOAD_BUILDERS
+ALL_BUILDERS |= FFT_WORKLOAD_BUILDERS | NARROW_WORKLOAD_BUILDERS
+GROUPS = {
+    "default": WORKLOAD_BUILDERS,
+    "kernels": KERNEL_WORKLOAD_BUILDERS,
+    "linalg": LINALG_WORKLOAD_BUILDERS,
+    "fft": FFT_WORKLOAD_BUILDERS,
+    "narrow": NARROW_WORKLOAD_BUILDERS,
+    "all": ALL_BUILDERS,
+}
+# Groups that are a table of their own rather than workloads run against every peer.
+SEPARATE_GROUPS = {"compile_scaling": compile_scaling.main}
 
 
 def gpu_visible() -> bool:
@@ -75,10 +91,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--group",
-        choices=tuple(GROUPS),
+        choices=tuple(GROUPS) + tuple(SEPARATE_GROUPS),
         default="default",
         help="which workloads to run: default (the suite), kernels (scientific kernels, "
-        "opt-in: minutes at full size), all",
+        "opt-in: minutes at full size), linalg (solve, cholesky, svd, sort), all, "
+        "compile_scaling (trace/optimise/compile time of 10 to 10,000 ops, numbax and JAX)",
     )
     parser.add_argument(
         "--only",
@@ -121,7 +138,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     elif args.backend == "cuda" and not gpu_visible():
         parser.error("--backend cuda: Numba sees no CUDA GPU (numba.cuda.is_available() is False)")
     available = workload_names(on_gpu=args.backend == "cuda", builders=ALL_BUILDERS)
-    args.names = [name for name in available if name in GROUPS[args.group]]
+    args.names = [name for name in available if name in GROUPS.get(args.group, ())]
     if args.only:
         args.names = [name.strip() for name in args.only.split(",") if name.strip()]
         for name in args.names:
@@ -164,6 +181,8 @@ def select_workloads(args: argparse.Namespace) -> list[Workload]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.group in SEPARATE_GROUPS:
+        return SEPARATE_GROUPS[args.group](args)
     # With OpenMP's default wait policy, Numba's parallel workers spin after each parallel
     # loop and, on a machine with few cores, steal them from the BLAS call or the library of
     # the next row. Passive waiting keeps each row's figure its own; set before Numba's

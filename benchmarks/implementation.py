@@ -30,6 +30,10 @@ def _nothing_unsupported(error: BaseException) -> str | None:
     return None
 
 
+def _nothing_left() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Implementation:
     """One way to run a workload, with what the runner needs to feed, wait for and check it.
@@ -48,6 +52,9 @@ class Implementation:
     is_numbax: bool = False
     skip_reason: str | None = None
     unsupported_reason: Callable[[BaseException], str | None] = _nothing_unsupported
+    # Called once the row is timed: waits for work the row left running (numbax's tiered
+    # first calls compile in the background), so that it slows no later row.
+    finish: Callable[[], None] = _nothing_left
 
 
 def skipped(label: str, reason: str) -> Implementation:

@@ -161,6 +161,21 @@ KERNELS = {
     "conv2d_bias": (conv2d_bias, kernels.conv2d_bias, kernel_loops.conv2d_bias_loop),
 }
 
+
+def jacobi_2d_inplace(size, rng):
+    _, size_text, static, grids, tolerance = jacobi_2d(size, rng)
+    return "jacobi-2d, in-place NumPy", size_text, static, grids, tolerance
+
+
+# In-place NumPy (slice assignment), which JAX cannot run: the same Numba loop.
+SIZES["jacobi_2d_inplace"] = ((32, 5), (512, 100))  # (n, steps)
+KERNELS["jacobi_2d_inplace"] = (
+    jacobi_2d_inplace,
+    kernels.jacobi_2d_inplace,
+    kernel_loops.jacobi_2d_loop,
+)
+NUMPY_IN_PLACE = {"jacobi_2d_inplace"}
+
 FIRST_CALL = "_first_call"
 
 

@@ -326,3 +326,23 @@ def conv2d_bias(xnp, loops, x, w, bias):
             if di or dj:
                 out = out + x[:, di : di + height, dj : dj + width] @ w[di, dj]
     return out + bias
+
+
+def jacobi_2d_inplace(xnp, loops, a, b, *, steps):
+    """jacobi-2d as NumPy code is usually written: slice assignments into two grids, in a
+    `fori_loop`. numbax traces the writes into functional updates and writes them back in
+    place; JAX, whose arrays are immutable, cannot run it. The grids are copied first, so
+    the caller's stay as they were."""
+    a, b = a.copy(), b.copy()
+
+    def step(t, grids):
+        a, b = grids
+        b[1:-1, 1:-1] = 0.2 * (
+            a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1]
+        )
+        a[1:-1, 1:-1] = 0.2 * (
+            b[1:-1, 1:-1] + b[1:-1, :-2] + b[1:-1, 2:] + b[2:, 1:-1] + b[:-2, 1:-1]
+        )
+        return a, b
+
+    return loops.fori_loop(0, steps, step, (a, b))

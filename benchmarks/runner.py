@@ -99,6 +99,8 @@ def run_implementation(
     except Exception as error:
         # It ran once correctly and then broke: still a failure, not "not supported".
         row.status, row.reason = FAILED, f"error while timing: {_first_line(error)}"
+    finally:
+        implementation.finish()
     return row
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ class PassRecord:
     changes: dict[str, int]
     eqns_before: int  # top-level equations (a kernel counts as one)
     eqns_after: int
+    seconds: float = 0.0  # the pass's own time, checks and dumps excluded
 
     @property
     def changed(self) -> bool:
@@ -69,7 +71,7 @@ class PassRecord:
         changes = ", ".join(f"{k}={v}" for k, v in sorted(self.changes.items()) if v)
         return (
             f"{self.index:02d} {label:<26} eqns {self.eqns_before:>4} -> {self.eqns_after:<4} "
-            f"{changes or '-'}"
+            f"{self.seconds * 1e3:7.1f} ms  {changes or '-'}"
         )
 
 
@@ -85,6 +87,13 @@ class PassLog:
 
     def __len__(self):
         return len(self.records)
+
+    def seconds(self) -> dict[str, float]:
+        """Each pass's time, its runs in every fixed-point round added up."""
+        out: dict[str, float] = {}
+        for record in self.records:
+            out[record.name] = out.get(record.name, 0.0) + record.seconds
+        return out
 
     def totals(self, name: str) -> dict[str, int]:
         """The changes of every run of the pass ``name``, added up."""
@@ -134,6 +143,7 @@ class _Runner:
 
     def run(self, stage: Pass, closed, group=None, round_=None) -> ClosedJaxpr:
         before = len(closed.jaxpr.eqns)
+        start = time.perf_counter()
         result, changes = stage.run(closed)
         record = PassRecord(
             next(self.index),
@@ -143,6 +153,7 @@ class _Runner:
             dict(changes),
             before,
             len(result.jaxpr.eqns),
+            time.perf_counter() - start,
         )
         self.log.records.append(record)
         self.dump(stage.name, result, record)

@@ -65,7 +65,8 @@ class CpuBackend:
         in_memory = cache.is_loaded(generated.source)
         function = cache.load(generated.source, generated.function_name, config.cache_dir)
         outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
-        stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome)
+        llvm_s = None if in_memory else cache.llvm_seconds(function)
+        stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome, llvm_s)
         return CpuExecutable(function, fused.consts, generated, fused, log, stats)
 
 

@@ -3,8 +3,9 @@
 A program's key is a hash of its generated source without comments (``program_text``:
 a comment's file:line moves with the user's code, the program does not) and of
 everything else that decides the machine code: the numbax, Numba and Python versions,
-and the source of the helper modules the generated code inlines (``fastmath``,
-``intrinsics``, ``mathlib``), which Numba's own cache does not track. On disk the source
+and the source of the helper modules the generated code inlines or calls (``fastmath``,
+``intrinsics``, ``mathlib``, ``linalg``, ``lapack``, ``sorting``), which Numba's own cache
+does not track. On disk the source
 is a ``.py`` module named after the key, written once and atomically (temporary file +
 ``os.replace``), so concurrent processes never read half a file. It is imported under
 that name and registered in ``sys.modules``, and its function is compiled for the
@@ -42,7 +43,8 @@ from pathlib import Path
 from ..compile_cache import KeyedLock, program_text, same_program
 
 _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
-_HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py")
+# The program's machine code holds theirs (Numba links a callee into its caller's cache).
+_HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py", "linalg.py", "lapack.py", "sorting.py")
 MATHLIB_PREFIX = "numbax_cpu_mathlib_"  # see mathlib.py
 _ONE_THREAD = KeyedLock()  # per program key and per module name
 
@@ -88,6 +90,12 @@ def load(source: str, function_name: str, cache_dir: str | None):
 def is_loaded(source: str) -> bool:
     """Whether this process has compiled or loaded ``source``'s program already."""
     return program_key(source) in _LOADED
+
+
+def llvm_seconds(function) -> float:
+    """The seconds Numba spent in LLVM compiling ``function`` (its ``llvm_lock`` timer)."""
+    timers = [(o.metadata or {}).get("timers", {}) for o in function.overloads.values()]
+    return sum(t.get("llvm_lock", 0.0) for t in timers)  # loaded from disk: none
 
 
 def outcome(function, cache_dir: str | None) -> str:

@@ -1,0 +1,266 @@
+"""Compile time against program size (`python -m benchmarks --group compile_scaling`).
+
+Two shapes of program, each at 10, 100, 1,000 and 10,000 traced operations:
+
+  straight_line   `x = sin(x) * 0.5 + 0.25`, repeated: a chain that fuses into one kernel
+  unrolled_loop   `acc = acc + x[i] * w[i]` in a Python loop (issue #15's case): every
+                  term reads two rows, so the program keeps many kernels
+
+For numbax, each stage of `jit` is timed on its own: tracing (`jit(f).lower`), the passes
+(optimise: the pass manager's log names the slowest pass), writing the program (codegen),
+and Numba with LLVM (`Lowered.compile()`'s `CompileStats`: Numba's typing and lowering,
+and LLVM's share). For JAX the same program is traced (`jax.jit(f).trace`), lowered to
+StableHLO and compiled by XLA. Both run in this process, one size after the other, with
+numbax's disk cache empty (a private folder) and every program under a new name.
+
+Each stage's growth is shown as the factor from one size to the next (x10 is linear). A
+compile that took longer than `COMPILE_BUDGET_S` ends that shape's compiles: the larger
+sizes of the shape still trace and optimise, and say why they did not compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+SIZES = {"quick": (10, 100), "full": (10, 100, 1_000, 10_000)}
+COMPILE_BUDGET_S = {"quick": 60.0, "full": 120.0}
+WIDTH = 64  # elements of each array: the programs' cost is their size, not their data
+
+
+def straight_line(xnp, ops: int) -> tuple[Callable, tuple]:
+    steps = max(1, ops // 3)
+
+    def straight_line_program(x):
+        for _ in range(steps):
+            x = xnp.sin(x) * 0.5 + 0.25
+        return x
+
+    return straight_line_program, (np.linspace(0.0, 1.0, WIDTH),)
+
+
+def unrolled_loop(xnp, ops: int) -> tuple[Callable, tuple]:
+    terms = max(1, ops // 6)  # a row, a weight (slice + reshape each), mul, add
+
+    def unrolled_loop_program(x, w):
+        acc = xnp.zeros(x.shape[1:])
+        for i in range(terms):
+            acc = acc + x[i] * w[i]
+        return acc
+
+    rng = np.random.default_rng(0)
+    return unrolled_loop_program, (rng.standard_normal((terms, WIDTH)), rng.standard_normal(terms))
+
+
+SHAPES = {"straight_line": straight_line, "unrolled_loop": unrolled_loop}
+
+
+@dataclass
+class Stages:
+    """Seconds per stage of one library compiling one program; None: not run (``note``)."""
+
+    eqns: int | None = None
+    trace_s: float | None = None
+    optimize_s: float | None = None
+    codegen_s: float | None = None
+    compile_s: float | None = None  # numbax: Numba and LLVM; JAX: XLA
+    llvm_s: float | None = None
+    slowest_pass: str | None = None
+    note: str = ""
+
+
+@dataclass
+class Row:
+    shape: str
+    ops: int
+    numbax: Stages = field(default_factory=Stages)
+    jax: Stages = field(default_factory=Stages)
+
+
+def _renamed(function: Callable, name: str) -> Callable:
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+def numbax_stages(shape: str, ops: int, compile_it: bool, index: int) -> Stages:
+    import numbax
+    import numbax.numpy as xnp
+    from numbax import passes
+
+    function, args = SHAPES[shape](xnp, ops)
+    function = _renamed(function, f"{shape}_{ops}_{index}")
+    stages = Stages()
+    start = time.perf_counter()
+    lowered = numbax.jit(function, tiered=False).lower(*args)
+    stages.trace_s = time.perf_counter() - start
+    stages.eqns = len(lowered.jaxpr.eqns)
+    start = time.perf_counter()
+    _, log = passes.optimize(lowered.jaxpr, name=function.__name__)
+    stages.optimize_s = time.perf_counter() - start
+    name, seconds = max(log.seconds().items(), key=lambda item: item[1])
+    stages.slowest_pass = f"{name} {seconds:.2f} s"
+    if not compile_it:
+        stages.note = "not compiled: the previous size took longer than the budget"
+        return stages
+    executable = lowered.compile()
+    stats = executable.compile_stats
+    stages.codegen_s, stages.compile_s, stages.llvm_s = (
+        stats.codegen_s,
+        stats.backend_s,
+        stats.llvm_s,
+    )
+    np.testing.assert_allclose(executable(*args)[0], function_reference(shape, ops, args))
+    return stages
+
+
+def function_reference(shape: str, ops: int, args) -> np.ndarray:
+    function, _ = SHAPES[shape](np, ops)
+    return function(*args)
+
+
+def jax_stages(shape: str, ops: int, compile_it: bool) -> Stages:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as error:
+        return Stages(note=f"JAX is not installed ({error})")
+    function, args = SHAPES[shape](jnp, ops)
+    stages = Stages()
+    start = time.perf_counter()
+    traced = jax.jit(function).trace(*args)
+    stages.trace_s = time.perf_counter() - start
+    stages.eqns = len(traced.jaxpr.eqns)
+    start = time.perf_counter()
+    lowered = traced.lower()
+    stages.optimize_s = time.perf_counter() - start  # lowering to StableHLO
+    if not compile_it:
+        stages.note = "not compiled: the previous size took longer than the budget"
+        return stages
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    stages.compile_s = time.perf_counter() - start
+    result = np.asarray(compiled(*args))  # float32: JAX's default
+    np.testing.assert_allclose(result, function_reference(shape, ops, args), rtol=1e-4, atol=1e-4)
+    return stages
+
+
+def run(scale: str) -> list[Row]:
+    rows = []
+    for shape in SHAPES:
+        compile_numbax = compile_jax = True
+        for index, ops in enumerate(SIZES[scale]):
+            print(f"compile_scaling: {shape}, {ops} ops", file=sys.stderr, flush=True)
+            row = Row(shape, ops)
+            row.numbax = numbax_stages(shape, ops, compile_numbax, index)
+            row.jax = jax_stages(shape, ops, compile_jax)
+            compile_numbax &= _within_budget(row.numbax, scale)
+            compile_jax &= _within_budget(row.jax, scale)
+            rows.append(row)
+    return rows
+
+
+def _within_budget(stages: Stages, scale: str) -> bool:
+    return stages.compile_s is not None and stages.compile_s < COMPILE_BUDGET_S[scale]
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 1e3:.1f} ms" if value < 1.0 else f"{value:.2f} s"
+
+
+def _growth(rows: list[Row], library: str, stage: str) -> list[str]:
+    """Per row: the stage's factor over the previous size of its shape (x10 is linear)."""
+    out, previous = [], {}
+    for row in rows:
+        value = getattr(getattr(row, library), stage)
+        before = previous.get(row.shape)
+        if value is None or before is None or before <= 0:
+            out.append("")
+        else:
+            out.append(f" (x{value / before:.3g})")
+        previous[row.shape] = value
+    return out
+
+
+STAGE_COLUMNS = {
+    "numbax": (
+        ("trace", "trace_s"),
+        ("optimise", "optimize_s"),
+        ("codegen", "codegen_s"),
+        ("Numba+LLVM", "compile_s"),
+        ("of which LLVM", "llvm_s"),
+    ),
+    "jax": (("trace", "trace_s"), ("lower", "optimize_s"), ("XLA compile", "compile_s")),
+}
+
+
+def format_table(rows: list[Row], machine: str) -> str:
+    header = ["program", "ops"]
+    columns = []
+    for library, stages in STAGE_COLUMNS.items():
+        for label, attribute in stages:
+            header.append(f"{library} {label}")
+            columns.append((library, attribute, _growth(rows, library, attribute)))
+    header += ["numbax slowest pass", "notes"]
+    lines = [
+        f"Compile time against program size, {machine}. (xN): the factor over the previous "
+        "size of the same program (x10 is linear).",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for i, row in enumerate(rows):
+        cells = [row.shape, f"{row.ops} ({row.numbax.eqns} eqns)"]
+        for library, attribute, growth in columns:
+            cells.append(_seconds(getattr(getattr(row, library), attribute)) + growth[i])
+        notes = "; ".join(n for n in (row.numbax.note, row.jax.note) if n)
+        cells += [row.numbax.slowest_pass or "-", notes]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run by `python -m benchmarks --group compile_scaling [--quick] [--out DIR]`."""
+    if args.backend != "cpu":
+        print("compile_scaling measures the cpu backend: use --backend cpu", file=sys.stderr)
+        return 2
+    scale = "quick" if args.quick else "full"
+    from .machine import describe, one_line
+
+    machine = describe("cpu", {}, {})
+    with tempfile.TemporaryDirectory(prefix="numbax-compile-scaling-") as scratch:
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        from numbax.config import config
+
+        config.cache_dir = scratch  # empty: every compile is a compile
+        _warm_up()
+        rows = run(scale)
+    table = format_table(rows, one_line(machine))
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "compile_scaling.md").write_text(table + "\n")
+    payload = {"machine": machine, "scale": scale, "rows": [asdict(r) for r in rows]}
+    (args.out / "compile_scaling.json").write_text(json.dumps(payload, indent=2, default=str))
+    print(f"wrote {args.out / 'compile_scaling.md'}", file=sys.stderr)
+    return 0
+
+
+def _warm_up() -> None:
+    """Import and initialise both compilers once, so the first row does not pay it."""
+    import numbax
+
+    numbax.jit(lambda x: x * 2.0 + 1.0, tiered=False)(np.ones(3))
+    try:
+        import jax
+    except ImportError:
+        return
+    jax.jit(lambda x: x * 2.0 + 1.0)(np.ones(3))

@@ -1,0 +1,32 @@
+"""What the compile log says of a compile's stages (backends/compile_stats.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax
+from numbax.backends.compile_stats import CompileStats
+
+
+def test_the_backend_stage_is_split_into_numba_and_llvm():
+    text = str(CompileStats(0.002, 0.001, 1.5, "disk miss", llvm_s=0.5))
+    assert "backend 1500.0 ms (Numba 1000.0 ms, LLVM 500.0 ms)" in text
+    assert "(disk cache miss, compiled)" in text
+
+
+def test_a_disk_hit_or_an_unknown_split_shows_the_backend_stage_whole():
+    for stats in (
+        CompileStats(0.002, 0.001, 0.03, "disk hit", llvm_s=0.0),
+        CompileStats(0.002, 0.001, 0.03, "off"),
+    ):
+        assert "Numba" not in str(stats) and "backend 30.0 ms" in str(stats)
+
+
+def test_a_cpu_compile_reports_the_time_llvm_took():
+    pytest.importorskip("numba")
+    # A program no other test compiles, so that this compile is a compile.
+    executable = numbax.jit(lambda x: np.cos(x) * 3.25 - 0.125).lower(np.ones(3)).compile()
+    stats = executable.compile_stats
+    assert stats.cache in ("disk miss", "off")
+    assert 0.0 < stats.llvm_s <= stats.backend_s
