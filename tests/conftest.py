@@ -128,6 +128,10 @@ def pytest_configure(config: pytest.Config) -> None:
     modules are collected (some compile at import) until the session ends."""
     numbax_config.debug_checks = not config.getoption("--no-debug-checks")
     numbax_config.cache_dir = tempfile.mkdtemp(prefix="numbax-test-cache-")
+    # The suite tests the compiled backends, so a first call waits for the compiled program
+    # here and in the processes tests start (tests/backends/test_tiered.py tests tiering).
+    os.environ["NUMBAX_TIERED"] = "0"
+    numbax_config.tiered = False
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -41,6 +41,11 @@ FLOATS = (F32, F64)
 INTS = (I32, I64)
 DTYPES = FLOATS + INTS + (BOOL,)
 SHORT = {F32: "f32", F64: "f64", I32: "i32", I64: "i64", BOOL: "bool"}
+# The narrow dtypes test_corpus_dtypes.py runs the corpus in.
+SHORT.update({"int8": "i8", "int16": "i16", "uint8": "u8", "uint16": "u16", "uint32": "u32"})
+SHORT.update({"uint64": "u64", "float16": "f16", "bfloat16": "bf16"})
+C64, C128 = "complex64", "complex128"
+SHORT.update({C64: "c64", C128: "c128"})
 
 # How the values of an argument are drawn, so every program is evaluated inside its
 # domain (logs of positives, divisions by non-zeros) and away from ties.
@@ -91,6 +96,9 @@ def _draw(rng, shape, dtype, values) -> np.ndarray:
         if values == NONZERO:
             out[out == 0] = 3
         return out
+    if dtype in (C64, C128):  # both parts drawn; POSITIVE: the right half-plane
+        imaginary = rng.standard_normal(shape) * (0.5 if values == POSITIVE else 1.5)
+        return np.asarray(_draw(rng, shape, F64, values) + 1j * imaginary, dtype=dtype)
     if values == POSITIVE:
         out = rng.uniform(0.1, 3.0, shape)
     elif values == UNIT:
@@ -113,6 +121,7 @@ def _arg_maker(dtype):
 
 
 f32, f64, i32, i64, boolean = map(_arg_maker, DTYPES)
+c64, c128 = map(_arg_maker, (C64, C128))
 
 
 def py_float() -> Arg:
@@ -127,6 +136,7 @@ def py_int() -> Arg:
 # Relative and absolute tolerance per result dtype: the interpreter runs NumPy itself;
 # compiled code may use other libm routines and fused multiply-adds.
 TOLERANCE = {np.dtype(F32): 1e-6, np.dtype(F64): 1e-12}
+TOLERANCE.update({np.dtype(C64): 1e-6, np.dtype(C128): 1e-12})
 NARROW_TOLERANCE = 1e-3  # float16
 REDUCTION_SCALE = 100.0  # sums of many terms: rounding grows with the reduction length
 
@@ -182,14 +192,14 @@ def assert_tree_matches(actual, expected, tolerance: float = 1.0, where: str = "
 
 
 def assert_array_matches(actual, expected, tolerance: float = 1.0, where: str = "") -> None:
-    """``expected`` comes from NumPy; a dtype numbax widens (NumPy computes bools in
-    float16 or int8) is compared in its widened dtype, at the narrow dtype's precision."""
+    """``expected`` comes from NumPy: the same dtype, and values within the tolerance of
+    the result's dtype (float16 and bfloat16 by their epsilon)."""
     expected = np.asarray(expected)
     dtype = canonicalize(expected.dtype)
     assert isinstance(actual, np.ndarray), f"{where}: got {type(actual).__name__}, not ndarray"
     assert actual.dtype == dtype, f"{where}: dtype {actual.dtype} != {dtype}"
     assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
-    if expected.dtype.kind == "f":
+    if expected.dtype.kind in "fc":
         tol = TOLERANCE.get(expected.dtype, NARROW_TOLERANCE) * tolerance
         np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol, err_msg=where)
     else:
@@ -1063,6 +1073,7 @@ def bitwise_with_float_math(x):
 
 
 # NumPy coverage, one module per family, each registering its cases into CASES.
+import corpus_complex  # noqa: E402, F401
 import corpus_construction  # noqa: E402, F401
 import corpus_linalg  # noqa: E402, F401
 import corpus_methods  # noqa: E402, F401

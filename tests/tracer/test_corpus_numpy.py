@@ -4,10 +4,13 @@ same tree, dtypes, shapes and values.
 On the interpreter every case runs every signature. On a compiled backend each new
 signature is a compile, so the many small ufunc and reduction cases run bundled: all
 the (case, signature) pairs whose arguments have the same shapes and dtypes become one
-jitted program (each pair with its own argument values), one compile per bundle, over
-the signatures ``_compiled_signatures`` picks. The
-other cases run their first signatures (``backend.max_signatures``). ``--corpus-each``
-runs every case on its own instead (slow; for finding which case breaks a bundle).
+jitted program (each pair with its own argument values), over the signatures
+``_compiled_signatures`` picks. Numba's compile time grows faster than the program (the
+54 members of the ``float32[3, 4]`` bundle compile ~2.7x slower as one program than one by
+one), so a bundle compiles in groups of at most ``GROUP_EQNS`` traced eqns, and a member
+larger than that on its own. The other cases run their first signatures
+(``backend.max_signatures``). ``--corpus-each`` runs every case on its own instead (slow;
+for finding which case breaks a bundle).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import pytest
 from corpus import CASES, assert_tree_matches, signature_id
 
 import numbax
+from numbax.passes.rewrite import subjaxprs
 
 BUNDLED_TAGS = ("ufunc", "reduction")
+GROUP_EQNS = 24  # per compiled group of a bundle (see the module docstring)
 
 
 def _bundled(case) -> bool:
@@ -77,16 +82,40 @@ def test_bundle_matches_numpy(key, compiled_backend, rng, request):
         pytest.skip("--corpus-each: every case runs on its own")
     members = BUNDLES[key]
     arguments = [case.arguments(signature, rng) for case, signature in members]
-    bounds = np.cumsum([0] + [len(args) for args in arguments])
+    for group in _groups(members, arguments):
+        _check_group(group, backend, key)
 
+
+def _eqn_count(jaxpr) -> int:
+    return sum(1 + sum(map(_eqn_count, subjaxprs(eqn))) for eqn in jaxpr.eqns)
+
+
+def _groups(members, arguments) -> list[list]:
+    """The (member, arguments) pairs in order, cut into groups of at most ``GROUP_EQNS``
+    traced eqns (a larger member is a group of its own)."""
+    groups, size = [[]], 0
+    for (case, signature), args in zip(members, arguments, strict=True):
+        eqns = _eqn_count(numbax.make_jaxpr(case.fn)(*args).jaxpr)
+        if groups[-1] and size + eqns > GROUP_EQNS:
+            groups.append([])
+            size = 0
+        groups[-1].append(((case, signature), args))
+        size += eqns
+    return groups
+
+
+def _check_group(group, backend, key) -> None:
+    """One jitted program of every member of ``group``, each output against its oracle."""
+    bounds = np.cumsum([0] + [len(args) for _, args in group])
     spans = list(zip(bounds[:-1], bounds[1:], strict=True))
 
     def bundle(*flat):
         return tuple(
-            case.fn(*flat[lo:hi]) for (case, _), (lo, hi) in zip(members, spans, strict=True)
+            case.fn(*flat[lo:hi]) for ((case, _), _), (lo, hi) in zip(group, spans, strict=True)
         )
 
-    actual = backend.to_host(numbax.jit(bundle, backend=backend)(*sum(arguments, ())))
-    for (case, signature), args, out in zip(members, arguments, actual, strict=True):
+    flat = sum((args for _, args in group), ())
+    actual = backend.to_host(numbax.jit(bundle, backend=backend)(*flat))
+    for ((case, signature), args), out in zip(group, actual, strict=True):
         where = f"{case} {signature_id(signature)} (bundle {key})"
         assert_tree_matches(out, case.oracle(*args), case.tolerance, where)
