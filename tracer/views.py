@@ -293,9 +293,11 @@ def _splitting(plain):
         axis = next(
             (
                 a
-                for p in pieces
-                for a, (n, m) in enumerate(zip(p.shape, shape, strict=True))
-                if n != m
+                for a in range(len(shape))
+                if sum(p.shape[a] for p in pieces) == shape[a]
+                and all(
+                    p.shape[:a] + p.shape[a + 1 :] == shape[:a] + shape[a + 1 :] for p in pieces
+                )
             ),
             0,
         )
