@@ -39,6 +39,51 @@ def lu_without_pivoting(A):
     return L
 
 
+def heat_3d(u):
+    for _ in range(2):
+        un = u.copy()
+        u[1:-1, 1:-1, 1:-1] += 0.125 * (
+            un[2:, 1:-1, 1:-1] - 2 * un[1:-1, 1:-1, 1:-1] + un[:-2, 1:-1, 1:-1]
+            + un[1:-1, 2:, 1:-1] - 2 * un[1:-1, 1:-1, 1:-1] + un[1:-1, :-2, 1:-1]
+            + un[1:-1, 1:-1, 2:] - 2 * un[1:-1, 1:-1, 1:-1] + un[1:-1, 1:-1, :-2]
+        )  # fmt: skip
+
+
+def gauss_seidel_2d(u):
+    # Each point uses the values already updated above and to its left in this sweep.
+    n, m = u.shape
+    for i in range(1, n - 1):
+        for j in range(1, m - 1):
+            u[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
+
+
+def cholesky_rows(A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        L[j, j] = np.sqrt(A[j, j] - np.dot(L[j, :j], L[j, :j]))
+        for i in range(j + 1, n):
+            L[i, j] = (A[i, j] - np.dot(L[i, :j], L[j, :j])) / L[j, j]
+    return L
+
+
+def tridiagonal(a, b, c, d):
+    # Thomas's algorithm: a forward sweep rewriting c and d in place, then back substitution.
+    n = d.size
+    c[0] /= b[0]
+    d[0] /= b[0]
+    for i in range(1, n):
+        denominator = b[i] - a[i] * c[i - 1]
+        if i < n - 1:
+            c[i] /= denominator
+        d[i] = (d[i] - a[i] * d[i - 1]) / denominator
+    x = np.empty_like(d)
+    x[-1] = d[-1]
+    for i in range(n - 2, -1, -1):
+        x[i] = d[i] - c[i] * x[i + 1]
+    return x
+
+
 def particles(x, v, dt):
     x += dt * v
     v *= 0.5
@@ -134,6 +179,11 @@ def zero_dimensional_argument(c, x):
     c += x.sum()
 
 
+def _spd(n):
+    m = RNG.standard_normal((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
 CASES = {
     "heat_1d": (heat_1d, lambda: [RNG.standard_normal(12), 4], [1]),
     "jacobi_2d": (jacobi_2d, lambda: [RNG.standard_normal((6, 5))], []),
@@ -142,6 +192,19 @@ CASES = {
         lambda: [RNG.standard_normal((4, 4)) + 4 * np.eye(4)],
         [],
     ),
+    "heat_3d": (heat_3d, lambda: [RNG.standard_normal((4, 5, 4))], []),
+    "gauss_seidel_2d": (gauss_seidel_2d, lambda: [RNG.standard_normal((4, 5))], []),
+    "cholesky_rows": (cholesky_rows, lambda: [_spd(4)], []),
+    "tridiagonal": (
+        tridiagonal,
+        lambda: [
+            RNG.standard_normal(5),
+            RNG.uniform(4, 5, 5),
+            RNG.standard_normal(5),
+            RNG.standard_normal(5),
+        ],
+        [],
+    ),  # fmt: skip
     "particles": (particles, lambda: [RNG.standard_normal(5), RNG.standard_normal(5), 0.1], [2]),
     "add_out": (add_out, lambda: [RNG.standard_normal(4), RNG.standard_normal(4), np.zeros(4)], []),
     "sum_out": (sum_out, lambda: [RNG.standard_normal((3, 4)), np.zeros(4)], []),
