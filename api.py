@@ -399,7 +399,7 @@ class JitFunction:
             entry.log_trace_only(self.__name__)
             jaxpr, consts = closure_convert(closed)
             outs = bind(jit_call_p, *consts, *leaves, jaxpr=jaxpr, name=self.__name__)
-            outs = _write_back(leaves, entry.writes, outs)
+            outs = functionalize.write_back_outputs(leaves, entry.writes, outs)
         else:
             tiered = config.tiered if self.tiered is None else self.tiered
             executable = entry.executable(self.__name__, tiered)
@@ -407,7 +407,7 @@ class JitFunction:
                 self._remember_fast(args, kwargs, avals_weak, backend_name, executable, out_tree)
             keep = getattr(executable, "accepts_device_arrays", False)
             arrays = [_to_array(x, a, keep) for x, (a, _) in zip(leaves, avals_weak, strict=True)]
-            outs = _write_back(leaves, entry.writes, executable(*arrays))
+            outs = functionalize.write_back_outputs(leaves, entry.writes, executable(*arrays))
         return tree_unflatten(out_tree, outs)
 
     def _remember_fast(self, args, kwargs, avals_weak, backend_name, executable, out_tree):
@@ -486,17 +486,6 @@ def _warn_if_large(closed: ClosedJaxpr, name: str) -> None:
         ProgramSizeWarning,
         stacklevel=4,
     )
-
-
-def _write_back(leaves, writes, outs) -> list:
-    """Write the written arguments' final values (the last outputs) into the caller's
-    arrays, as the function run by plain NumPy would have; return the other outputs."""
-    if not writes:
-        return outs
-    count = len(outs) - len(writes)
-    for position, value in zip(writes, outs[count:], strict=True):
-        functionalize.write_back(leaves[position], value)
-    return outs[:count]
 
 
 class BoundJitMethod:

@@ -330,3 +330,15 @@ def write_back(argument, value) -> None:
         argument.copy_to_device(np.ascontiguousarray(value))
     elif hasattr(argument, "__cuda_array_interface__"):  # CuPy, PyTorch
         argument[...] = value
+
+
+def write_back_outputs(leaves, writes, outs) -> list:
+    """Write the written arguments' final values (the last ``len(writes)`` outputs) into
+    the caller's ``leaves``, as the function run by plain NumPy would have; return the
+    other outputs."""
+    if not writes:
+        return outs
+    count = len(outs) - len(writes)
+    for position, value in zip(writes, outs[count:], strict=True):
+        write_back(leaves[position], value)
+    return outs[:count]

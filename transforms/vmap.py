@@ -65,10 +65,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0) -> Callable:
             for leaf, aval in zip(leaves, program.in_avals, strict=True)
         ]
         outs = replay(program.jaxpr, program.consts, operands)
-        count = len(outs) - len(writes)
-        for position, value in zip(writes, outs[count:], strict=True):
-            functionalize.write_back(leaves[position], value)
-        return tree_unflatten(out_tree, outs[:count])
+        return tree_unflatten(out_tree, functionalize.write_back_outputs(leaves, writes, outs))
 
     return batched
 
