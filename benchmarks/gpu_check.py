@@ -15,6 +15,10 @@ stdout:
 3. residency   a result of one jitted call passed to the next stays on the device (no
                host copy), and CuPy / PyTorch device arrays go in without copies when those
                libraries are installed.
+   narrow      float16 and bfloat16: an elementwise chain, sums and matmuls against the
+               program computed in float32 by NumPy (within one ulp of the narrow dtype),
+               through the tiled kernels and, with CuPy, cuBLAS's tensor-core GEMM; then
+               the chain's GB/s and the 4096^3 matmul's TFLOP/s against float32.
 4. benchmarks  the device's own copy bandwidth (the ceiling), the elementwise chain
                (2^26 float32), row softmax and layer norm (8192x8192 float32), the float32
                matmul (4096^3), the MLP training step and an RNN through scan (control
@@ -44,7 +48,7 @@ from pathlib import Path
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPOSITORY_ROOT / "tests"
 
-PHASES = ("device", "corpus", "residency", "benchmarks")
+PHASES = ("device", "corpus", "residency", "narrow", "benchmarks")
 BENCHMARKS = [
     "bandwidth",
     "chain",
@@ -65,7 +69,10 @@ TINY_SIZES = {
     "mlp": (6, 12, 8, 3),
     "grad": 50,
     "rnn": (3, 5, 6, 4),
+    "narrow_chain": 300,
+    "narrow_matmul": 9,
 }
+GPU_NARROW_SIZES = {"narrow_chain": 1 << 26, "narrow_matmul": 4096}
 F32_TOLERANCE, F64_TOLERANCE = 1e-6, 1e-12
 WORKLOAD_RESERVE_S = 45  # a benchmark workload is started only with this much time left
 
@@ -296,6 +303,101 @@ def _interop(double, x) -> dict:
     return outcome
 
 
+def check_narrow_floats(simulated: bool) -> dict:
+    """float16 and bfloat16 on the device, checked against the same program computed in
+    float32 by NumPy and rounded (``passes.narrow_floats`` then the interpreter), then
+    timed against float32: the elementwise chain moves half the bytes, and the matmul
+    runs on the tensor cores when cuBLAS takes it."""
+    import importlib.util
+
+    import numpy as np
+
+    import numbax
+    from numbax.backends.cuda import CudaBackend, CudaOptions
+    from numbax.ir import dtypes
+    from numbax.ir.interpret import eval_jaxpr
+    from numbax.passes import narrow_floats
+
+    sizes = TINY_SIZES if simulated else GPU_NARROW_SIZES
+    n, side = sizes["narrow_chain"], sizes["narrow_matmul"]
+    with_cublas = [False] + ([True] if importlib.util.find_spec("cupy") else [])
+    preset = CudaOptions.for_simulator if simulated else CudaOptions.for_gpu
+    rng = np.random.default_rng(16)
+
+    def program(x, y, a, b):
+        return np.tanh(x * 1.5) + y, x.sum(), np.maximum(a @ b, 0)
+
+    outcome = {}
+    for dtype in [np.dtype(np.float16)] + ([dtypes.bfloat16] if dtypes.bfloat16 else []):
+        x, y = (rng.standard_normal(min(n, 1 << 20)).astype(dtype) for _ in range(2))
+        a, b = (rng.standard_normal((min(side, 512),) * 2).astype(dtype) for _ in range(2))
+        closed = numbax.make_jaxpr(program)(x, y, a, b)
+        widened, _ = narrow_floats.run(closed)
+        want = eval_jaxpr(widened.jaxpr, widened.consts, x, y, a, b)
+        eps = float(dtypes.finfo(dtype).eps)
+        for cublas in with_cublas:
+            options = preset(cublas=cublas, cublas_min_flops=0)
+            executable = CudaBackend(options).compile(closed, "narrow")
+            got = [out.copy_to_host() for out in executable(x, y, a, b)]
+            for k, (g, w) in enumerate(zip(got, want, strict=True)):
+                assert g.dtype == w.dtype == dtype, (str(dtype), k, g.dtype)
+                error = np.abs(g.astype(np.float64) - w.astype(np.float64))
+                ulps = float(np.max(error / (eps * np.maximum(np.abs(w.astype(np.float64)), 1))))
+                assert ulps <= 1, f"{dtype} output {k} (cublas={cublas}): {ulps} ulps off"
+        outcome[str(dtype)] = {"checked": "ok", "cublas": with_cublas[-1]}
+    # Under the simulator the figures mean nothing: the run only exercises the code.
+    outcome["speed"] = _narrow_speed(n, side, with_cublas[-1], repeats=1 if simulated else 5)
+    progress(f"narrow: {outcome}")
+    return outcome
+
+
+def _narrow_speed(n: int, side: int, cublas: bool, repeats: int) -> dict:
+    """GB/s of the chain and TFLOP/s of the matmul, per dtype (medians of ``repeats``)."""
+    import numpy as np
+    from numba import cuda
+
+    import numbax
+    from numbax.backends.cuda import CudaBackend, CudaOptions
+    from numbax.ir import dtypes
+
+    def median_seconds(function, *args):
+        function(*args)
+        cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            function(*args)
+            cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    speed = {}
+    narrow = [np.dtype(np.float16)] + ([dtypes.bfloat16] if dtypes.bfloat16 else [])
+    for dtype in [np.dtype(np.float32)] + narrow:
+        x, y = (cuda.to_device(np.ones(n, dtype).view(_bits(dtype))) for _ in range(2))
+        x, y = x.view(dtype), y.view(dtype)
+        chain = numbax.jit(lambda x, y: np.tanh(x * 1.5) + y * y, backend="cuda")
+        seconds = median_seconds(chain, x, y)
+        row = {"chain_GBps": round(3 * n * dtype.itemsize / seconds / 1e9, 1)}
+        a = np.ones((side, side), dtype)
+        closed = numbax.make_jaxpr(lambda a, b: a @ b)(a, a)
+        options = dataclasses.replace(CudaOptions.default(), cublas=cublas)
+        executable = CudaBackend(options).compile(closed, "mm")
+        a_device = cuda.to_device(a.view(_bits(dtype))).view(dtype)
+        seconds = median_seconds(executable, a_device, a_device)
+        row["matmul_TFLOPs"] = round(2 * side**3 / seconds / 1e12, 1)
+        row["matmul_path"] = "cublas" if cublas else "tiled kernel"
+        speed[str(dtype)] = row
+    return speed
+
+
+def _bits(dtype):
+    """The dtype a host array crosses as (bfloat16's bits; Numba copies raw bytes)."""
+    import numpy as np
+
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
 def run_benchmarks(args) -> dict:
     import numpy as np
 
@@ -455,6 +557,7 @@ def main(argv=None) -> int:
     run_phase(summary, "device", skip, lambda: describe_device(args.simulate_tiny))
     run_phase(summary, "corpus", skip, lambda: run_corpus(args))
     run_phase(summary, "residency", skip, check_residency)
+    run_phase(summary, "narrow", skip, lambda: check_narrow_floats(args.simulate_tiny))
     run_phase(summary, "benchmarks", skip, lambda: run_benchmarks(args))
     timer.cancel()
     lines = write_summary(summary, args.outdir, started)

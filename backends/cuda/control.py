@@ -32,6 +32,7 @@ from . import device
 from .callbacks import RUNNERS as CALLBACK_RUNNERS
 from .fft import RUNNERS as FFT_RUNNERS
 from .linalg import RUNNERS as LINALG_RUNNERS
+from .narrow_floats import storage_dtype
 from .sort import RUNNERS as SORT_RUNNERS
 
 
@@ -44,7 +45,7 @@ class Pool:
         self.made: set[int] = set()  # ids of the arrays this pool handed out
 
     def take(self, size: int, dtype):
-        spare = self.free.get((size, dtype))
+        spare = self.free.get((size, storage_dtype(dtype)))
         array = spare.pop() if spare else device.device_empty(size, dtype, self.stream)
         self.made.add(id(array))
         return array

@@ -6,14 +6,23 @@ JAX...) or Numba's own marker ``__cuda_ndarray__`` (which the simulator's arrays
 carry). Foreign ones are viewed through ``numba.cuda.as_cuda_array``: no copy, and
 the producer's stream is synchronised as the interface asks. The kernels read flat
 C-contiguous arrays, so every array crosses into them as a 1-D view.
+
+A bfloat16 array is held on the device as its bits (``narrow_floats``): it goes in as a
+``uint16`` view, every device array made here for a bfloat16 value is ``uint16``, and a
+result comes back viewed as bfloat16 (``as_result``): ``copy_to_host()`` (and on a GPU
+``np.asarray``) gives the bfloat16 array NumPy would, and the result goes into the next
+call as it came out. (The simulator's arrays hand ``np.asarray`` their raw bytes, as
+``void16``: read them with ``copy_to_host()``.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...ir import dtypes
 from ...ir.core import ShapedArray
 from ...ir.errors import NumbaxTypeError
+from .narrow_floats import is_held_as_bits, storage_dtype
 
 
 def is_device_array(value) -> bool:
@@ -46,22 +55,40 @@ def device_input(value, aval: ShapedArray, stream):
             raise NumbaxTypeError(
                 f"device array of type {np.dtype(array.dtype)}{list(array.shape)} passed where "
                 f"the compiled function expects {aval.str_short()}; convert it on the device "
-                "first (numbax supports float32, float64, int32, int64 and bool)"
+                "first (x.astype(...))"
             )
         if array.size and not array.is_c_contiguous():
             raise NumbaxTypeError(
                 "the cuda backend reads C-contiguous device arrays; pass a contiguous copy "
                 "(cupy.ascontiguousarray(x), tensor.contiguous())"
             )
-        return flat_view(array)
+        return _held(flat_view(array))
     host = np.ascontiguousarray(np.asarray(value, dtype=aval.dtype)).reshape(-1)
-    return cuda.to_device(host, stream=stream)
+    return cuda.to_device(_held(host), stream=stream)
+
+
+def _held(array):
+    """``array`` (host or device) as the device holds its values: bfloat16 as uint16."""
+    return array.view(dtypes.uint16) if is_held_as_bits(array.dtype) else array
+
+
+def as_result(array, aval: ShapedArray):
+    """A flat device array of the program, shaped as ``aval`` and seen in its dtype."""
+    array = array.reshape(aval.shape)
+    return array.view(aval.dtype) if is_held_as_bits(aval.dtype) else array
+
+
+def to_host(array, aval: ShapedArray, stream):
+    """A flat device array of the program, copied to a NumPy array of ``aval`` (once the
+    stream's work before is done: ``stream.synchronize()``)."""
+    host = array.copy_to_host(stream=stream).reshape(aval.shape)
+    return host.view(aval.dtype) if is_held_as_bits(aval.dtype) else host
 
 
 def device_empty(size: int, dtype, stream):
     from numba import cuda
 
-    return cuda.device_array(size, dtype=dtype, stream=stream)
+    return cuda.device_array(size, dtype=storage_dtype(dtype), stream=stream)
 
 
 def device_constant(value, aval: ShapedArray, stream):
@@ -69,7 +96,7 @@ def device_constant(value, aval: ShapedArray, stream):
     from numba import cuda
 
     host = np.ascontiguousarray(np.broadcast_to(np.asarray(value, aval.dtype), aval.shape))
-    return cuda.to_device(host.reshape(-1), stream=stream).reshape(aval.shape)
+    return cuda.to_device(_held(host.reshape(-1)), stream=stream).reshape(aval.shape)
 
 
 def device_copy(array, stream):

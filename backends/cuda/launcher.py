@@ -73,7 +73,7 @@ class CudaExecutable:
                 # The caller may write into a result: not into the program's constants.
                 results[k] = device.device_copy(results[k], stream)
         return [
-            result.reshape(aval.shape)
+            device.as_result(result, aval)
             for result, aval in zip(results, self.program.out_avals, strict=True)
         ]
 

@@ -7,6 +7,9 @@ in (``passes.inline``). Reshapes between
 kernels cost nothing on the device (every buffer is flat and C-ordered), so a reshape
 kernel is dropped and its readers read its operand's buffer.
 
+A matmul of float16 or bfloat16 operands reads them as they are stored: the kernels
+that widen them to float32 fold into the contraction kernel (``narrow_matmul``).
+
 Control flow (``cond``, ``while``, ``scan``): a loop whose body is elementwise over one
 shape becomes one kernel that runs the whole loop per element (``loop``). Anything else
 stays a step of its own whose sub-jaxprs become blocks of steps in turn: the host runs
@@ -47,6 +50,7 @@ from .elementwise import map_kernel
 from .fft import RUNNERS as FFT_RUNNERS
 from .linalg import RUNNERS as LINALG_RUNNERS
 from .loop import element_shape, loop_kernel
+from .narrow_matmul import fold_widened_operands
 from .options import CudaOptions
 from .reducers import REDUCERS
 from .reduction import reduction_kernel
@@ -65,6 +69,7 @@ from numba import int8, int16, uint8, uint16, uint32, uint64
 from numba.types import float16
 
 from numbax.backends.cuda.devicelib import libdevice
+from numbax.backends.cuda.narrow_floats import bfloat16_from_float, bfloat16_to_float32
 '''
 
 # Calls whose ``jaxpr`` param computes the outputs from all the operands: spliced in.
@@ -169,7 +174,7 @@ def build_block(
     eqns = [_as_kernel(eqn) for eqn in jaxpr.eqns]
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
     out_avals = [v.aval for v in jaxpr.outvars]
-    jaxpr = drop_views(jaxpr)
+    jaxpr = fold_widened_operands(drop_views(jaxpr))
     steps: list[Step | ControlStep] = []
 
     def add(eqn, kind=None, write=None):

@@ -14,8 +14,12 @@ NumPy's semantics are kept: max/min propagate NaN; argmax/argmin return the firs
 occurrence (a NaN counts as the largest, as in NumPy); bool reductions count in int64 and
 compare with zero at the end; int32 sums wrap around. Float32 sums accumulate in float64
 (the per-thread serial part and the tree alike) and round once at the end: more accurate
-than NumPy's pairwise sum however long each thread's share is. The arithmetic is strict
-IEEE: kernels compile without fastmath, so nothing assumes finite values.
+than NumPy's pairwise sum however long each thread's share is. A sum of float16 or
+bfloat16 values (which the ``narrow_floats`` pass widens to float32 in the kernel's
+prologue) accumulates in float32, as NumPy's float16 sum and GPU libraries' bfloat16 sums
+do: a float32 accumulator is far finer than the narrow result it rounds to, and the
+kernel stays free of float64 arithmetic. The arithmetic is strict IEEE: kernels compile
+without fastmath, so nothing assumes finite values.
 """
 
 from __future__ import annotations
@@ -91,11 +95,21 @@ def make_accumulators(w, eqns) -> list[Accumulator]:
         if dtype == dtypes.bool_:
             dtype = dtypes.int64
         elif eqn.prim.name == "reduce_sum" and dtype.kind == "f" and dtype.itemsize < 8:
-            dtype = dtypes.float64
+            dtype = dtypes.float32 if _sums_narrow_floats(w, eqn) else dtypes.float64
         name = f"acc_{w.letter(eqn.outputs[0])}"
         index = f"{name}_at" if eqn.prim.name in ("argmax", "argmin") else None
         accumulators.append(Accumulator(eqn, name, dtype, index))
     return accumulators
+
+
+def _sums_narrow_floats(w, eqn) -> bool:
+    """Whether ``eqn`` sums float16 or bfloat16 values widened to float32."""
+    producer = w.producer.get(eqn.inputs[0])
+    return (
+        producer is not None
+        and producer.prim.name == "convert_element_type"
+        and dtypes.is_narrow_float(producer.inputs[0].aval.dtype)
+    )
 
 
 # Of the 48 KiB of static shared memory a block may declare, what the reductions may use.

@@ -15,6 +15,7 @@ import numpy as np
 from ...ir import dtypes
 from ...ir.errors import NumbaxTypeError
 from .. import source as escape
+from .narrow_floats import is_held_as_bits
 
 TYPE_NAMES = {
     dtypes.float32: "float32",
@@ -25,8 +26,9 @@ TYPE_NAMES = {
     dtypes.complex64: "complex64",
     dtypes.complex128: "complex128",
 }
-# float16 is native on the GPU (``ld.global.u16`` + ``cvt.f32.f16``); the narrow_floats
-# pass leaves conversions as the only operations on it.
+# float16 is native on the GPU (``ld.global.u16`` + ``cvt.f32.f16``); bfloat16 is held as
+# its bits (``narrow_floats``). The narrow_floats pass leaves conversions as the only
+# operations that read either.
 TYPE_NAMES.update({dtypes.float16: "float16", dtypes.int8: "int8", dtypes.int16: "int16"})
 TYPE_NAMES.update({dtypes.uint8: "uint8", dtypes.uint16: "uint16", dtypes.uint32: "uint32"})
 TYPE_NAMES[dtypes.uint64] = "uint64"
@@ -36,16 +38,20 @@ def type_name(dtype) -> str:
     dtype = np.dtype(dtype)
     if dtype not in TYPE_NAMES:
         raise NumbaxTypeError(
-            f"the cuda backend has no {dtype} (Numba's CUDA target has no bfloat16 type); "
-            "convert to float16 or float32 on the way in (x.astype(np.float16)), or use the "
-            "cpu backend"
+            f"cuda codegen: no {dtype} arithmetic in a kernel (bfloat16 is held as its bits, "
+            "which only conversions read): compile through passes.optimize, whose "
+            "narrow_floats pass computes narrow floats in float32"
         )
     return TYPE_NAMES[dtype]
 
 
 def constant(value, dtype) -> str:
-    """A typed constant: ``float32(1.5)``, ``int64(-3)``, ``float64(-math.inf)``, ``True``."""
+    """A typed constant: ``float32(1.5)``, ``int64(-3)``, ``float64(-math.inf)``, ``True``;
+    a bfloat16 one is its bits, ``uint16(16320)`` (1.5)."""
     dtype = np.dtype(dtype)
+    if is_held_as_bits(dtype):
+        bits = int(np.asarray(value, dtype).view(dtypes.uint16))
+        return f"uint16({escape.number(bits, dtypes.uint16, 'math')})"
     text = escape.number(value, dtype, "math")
     return text if dtype == dtypes.bool_ else f"{type_name(dtype)}({text})"
 
@@ -232,10 +238,13 @@ def _convert(args, eqn):
     new, old, (x,) = np.dtype(eqn.params["new_dtype"]), _dtype(eqn), args
     if new == old:
         return x
-    if old == dtypes.float16:  # widened exactly first: then as from float32
-        x, old = cast(x, dtypes.float32), dtypes.float32
+    if dtypes.is_narrow_float(old):  # widened exactly first: then as from float32
+        widened = f"bfloat16_to_float32({x})" if is_held_as_bits(old) else cast(x, dtypes.float32)
+        x, old = widened, dtypes.float32
         if new == old:
             return x
+    if is_held_as_bits(new):  # rounded once from float32 (through it from anything else)
+        return f"bfloat16_from_float({x if old.kind == 'f' else cast(x, dtypes.float32)})"
     if old.kind == "f" and new.kind in "iu":  # defined for every float, as on the CPU
         low, high, invalid = dtypes.float_to_integer_bounds(new)
         in_range = f"{x} >= {constant(low, old)} and {x} < {constant(high, old)}"

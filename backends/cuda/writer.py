@@ -27,6 +27,7 @@ from ...ir.core import Jaxpr, Literal, Var
 from ...ir.errors import NumbaxError
 from ...ir.printer import var_name
 from .. import source as escape
+from .narrow_floats import storage_dtype
 from .scalar import SCALAR_RULES, constant
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^-?\d+$")
@@ -68,6 +69,11 @@ def linear(dims, shape) -> str:
     return " + ".join(terms) or "0"
 
 
+def storage(atom) -> np.dtype:
+    """The dtype of the device array that holds ``atom`` (bfloat16 as its bits)."""
+    return storage_dtype(atom.aval.dtype)
+
+
 class CodegenError(NumbaxError, NotImplementedError):
     """A fused kernel outside what the CUDA generator handles (a fusion/backends mismatch)."""
 
@@ -77,7 +83,7 @@ class Param:
     """One kernel argument: an input or output of the kernel eqn, or a scratch buffer."""
 
     name: str
-    dtype: np.dtype
+    dtype: np.dtype  # of the device array: bfloat16 is held as uint16 bits
     role: str  # "in" (position in the kernel's inputs), "out" (outputs) or "scratch"
     position: int = 0
     size: int = 0  # scratch only: elements (allocated once per executable, zeroed)
@@ -121,13 +127,13 @@ class KernelWriter:
         self.input_param: dict = {}
         for position, var in enumerate(jaxpr.invars):
             if var not in literals and var not in self.input_param:
-                param = Param(f"in_{self.letter(var)}", var.aval.dtype, "in", position)
+                param = Param(f"in_{self.letter(var)}", storage(var), "in", position)
                 self.params.append(param)
                 self.input_param[var] = param.name
         self.output_params = []
         for position, atom in enumerate(jaxpr.outvars):
             label = self.letter(atom) if isinstance(atom, Var) else str(position)
-            param = Param(f"out_{label}_{position}", atom.aval.dtype, "out", position)
+            param = Param(f"out_{label}_{position}", storage(atom), "out", position)
             self.params.append(param)
             self.output_params.append(param.name)
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import numbax
+from numbax.ir import dtypes
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 pytestmark = pytest.mark.skipif(SIMULATED, reason="PTX needs the real numba.cuda")
@@ -49,7 +50,8 @@ def shared_bytes(ptx: str) -> int:
 def expected_kernels(closed) -> int:
     """The kernels of the fused program that the CUDA program launches: every kernel
     (control-flow bodies' included) but those that only reshape an operand (a view of
-    the same buffer on the device)."""
+    the same buffer on the device) and those that only widen a narrow-float matmul
+    operand (the matmul widens as it loads: ``narrow_matmul``)."""
     from numbax.passes import optimize
 
     fused, _ = optimize(closed)
@@ -59,8 +61,11 @@ def expected_kernels(closed) -> int:
 def _count_kernels(jaxpr) -> int:
     from numbax.backends.cuda.callbacks import host_call
     from numbax.backends.cuda.loop import element_shape
-    from numbax.backends.cuda.program import HOST_OPS, control_bodies
+    from numbax.backends.cuda.narrow_matmul import fold_widened_operands
+    from numbax.backends.cuda.program import HOST_OPS, control_bodies, drop_views
     from numbax.passes.inline import inline_calls
+
+    jaxpr = fold_widened_operands(drop_views(jaxpr))
 
     # The host runs its ops (callbacks, sorts, factorizations) without a kernel, and reads
     # each operand in its own shape: a view it reads is a kernel of its own.
@@ -190,6 +195,34 @@ VARIANTS = {
         [],
     ),  # fmt: skip
 }
+
+
+def _narrow_program(x, w):
+    conversions = ((x > 0).astype(x.dtype), (x * 3).astype(np.int32).astype(x.dtype))
+    return np.tanh(x * 1.5) + 1, x.sum(axis=-1), x.mean(), np.maximum(x @ w, 0), conversions
+
+
+NARROW_FLOATS = [np.dtype(np.float16)] + ([dtypes.bfloat16] if dtypes.bfloat16 else [])
+_F64_INSTRUCTION = re.compile(r"^\s*[a-z]+(\.[a-z0-9]+)*\.f64\b", re.MULTILINE)
+_WIDENING_SHIFT = re.compile(r"shl\.b32\s+%r\d+, %r\d+, 16;")
+
+
+@pytest.mark.parametrize("dtype", NARROW_FLOATS, ids=str)
+def test_narrow_float_kernels_load_16_bits_and_compute_in_float32(dtype, ptx_toolchain):
+    """float16 and bfloat16 kernels (elementwise, a row sum, a mean of all, a matmul) load 2
+    bytes an element, the matmul too (its operands' widening folds into its tile loads),
+    convert in registers (float16: sm_90's cvt; bfloat16, held as its bits: a shift in,
+    integer rounding out) and do no float64 arithmetic: sums of narrow floats accumulate
+    in float32."""
+    kernels = compile_and_count(_narrow_program, _arrays((64, 40), (40, 24), dtype=dtype), "nf")
+    assert any("dot_general" in name for name in kernels)
+    for name, ptx in kernels.items():
+        assert re.search(r"ld\.global(\.nc)?\.u16", ptx), name
+        assert not _F64_INSTRUCTION.search(ptx), (name, _F64_INSTRUCTION.search(ptx).group())
+        if dtype == np.float16:
+            assert "cvt.f32.f16" in ptx and "cvt.rn.f16.f32" in ptx, name
+        else:
+            assert _WIDENING_SHIFT.search(ptx) and ".f16" not in ptx, name
 
 
 @pytest.mark.parametrize("name", VARIANTS)

@@ -60,8 +60,6 @@ def _rounded_chain(x, y, z):
 
 @pytest.mark.parametrize("dtype", NARROW_FLOATS, ids=str)
 def test_narrow_float_chain_equals_numpy_bit_for_bit(dtype, backend, rng):
-    if dtype == BFLOAT16 and backend == "cuda":
-        pytest.skip("the cuda backend has no bfloat16 (Numba's CUDA target has none)")
     n = backend.size(257)
     x, y, z = (rng.standard_normal(n).astype(dtype) for _ in range(3))
     got = backend.to_host(numbax.jit(_rounded_chain, backend=backend)(x, y, z))

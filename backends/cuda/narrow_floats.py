@@ -1,0 +1,111 @@
+"""bfloat16 on the device: held as its 16 bits, computed in float32.
+
+Numba's CUDA simulator has no bfloat16 type (and the CUDA target's comes as C++ shims
+that NVRTC compiles for each kernel), so the generated kernels hold a bfloat16 as its
+bits, a ``uint16``, arrays included: a host bfloat16 array goes to the device as its
+``uint16`` view and a result comes back viewed as bfloat16 (``device``). The
+``narrow_floats`` pass has left conversions as the only operations that read or make a
+narrow float, and these are the two conversions the kernels call:
+
+- ``bfloat16_to_float32``: the bits are the upper half of the float32's (a shift, exact);
+- ``bfloat16_from_float`` (from float32 or float64): round to nearest even on the
+  float32's bits, as ml_dtypes does (a float64 goes through float32 first, as ml_dtypes'
+  cast does), and a NaN becomes the quiet NaN of its sign (``0x7fc0``/``0xffc0``):
+  ml_dtypes' result, bit for bit.
+
+On a GPU they are LLVM intrinsics, inlined into the kernel as a few integer operations
+(a kernel that converts is bound by memory, not by these). Integer rounding rather than
+sm_90's ``cvt.rn.bf16.f32``: a NaN is then ml_dtypes' NaN, not whichever the hardware
+makes, and the simulator, which runs kernels as Python, computes the same arithmetic,
+written with NumPy scalars (as ``devicelib`` does for the math library). The tests
+check both against ml_dtypes, the intrinsics compiled for the CPU: it is the same IR.
+
+float16 needs none of this: Numba's CUDA target has a float16 type (``ld.global.u16``
+and ``cvt.f32.f16``), so it is stored as it is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import dtypes
+from .options import simulating
+
+
+def storage_dtype(dtype) -> np.dtype:
+    """The dtype the device holds ``dtype`` as: uint16 bits for bfloat16."""
+    return dtypes.uint16 if is_held_as_bits(dtype) else np.dtype(dtype)
+
+
+def is_held_as_bits(dtype) -> bool:
+    return dtypes.bfloat16 is not None and np.dtype(dtype) == dtypes.bfloat16
+
+
+_QUIET_NAN = 0x7FC0  # ml_dtypes' bfloat16 NaN; with the sign bit, 0xffc0
+_HALF_ULP = 0x7FFF  # added with the lowest kept bit: round to nearest, ties to even
+
+
+def simulated_to_float32(bits):
+    return (np.uint32(bits) << np.uint32(16)).view(np.float32)
+
+
+def simulated_from_float(x):
+    value = np.float32(x)
+    bits = value.view(np.uint32)
+    upper = bits >> np.uint32(16)
+    if value != value:
+        return np.uint16((upper & np.uint32(0x8000)) | np.uint32(_QUIET_NAN))
+    # Nothing carries out of 32 bits: below the NaNs, -inf's 0xff800000 is the largest.
+    return np.uint16((bits + np.uint32(_HALF_ULP) + (upper & np.uint32(1))) >> np.uint32(16))
+
+
+def _to_float32_code(context, builder, signature, args):
+    from llvmlite import ir
+
+    i32 = ir.IntType(32)
+    wide = builder.shl(builder.zext(args[0], i32), ir.Constant(i32, 16))
+    return builder.bitcast(wide, ir.FloatType())
+
+
+def _from_float_code(context, builder, signature, args):
+    from llvmlite import ir
+
+    i16, i32, f32 = ir.IntType(16), ir.IntType(32), ir.FloatType()
+    value = args[0] if args[0].type == f32 else builder.fptrunc(args[0], f32)
+    bits = builder.bitcast(value, i32)
+    upper = builder.lshr(bits, ir.Constant(i32, 16))
+    lowest_kept = builder.and_(upper, ir.Constant(i32, 1))
+    rounded = builder.add(bits, builder.add(ir.Constant(i32, _HALF_ULP), lowest_kept))
+    narrowed = builder.trunc(builder.lshr(rounded, ir.Constant(i32, 16)), i16)
+    sign = builder.and_(builder.trunc(upper, i16), ir.Constant(i16, 0x8000))
+    quiet_nan = builder.or_(sign, ir.Constant(i16, _QUIET_NAN))
+    is_nan = builder.fcmp_unordered("uno", value, value)
+    return builder.select(is_nan, quiet_nan, narrowed)
+
+
+# The intrinsics' typing (and, through it, their code): LLVM IR that any Numba target
+# compiles, so the tests also run it on the CPU, against ml_dtypes.
+def typing_to_float32(typingctx, bits):
+    from numba import types
+
+    if isinstance(bits, types.Integer) and bits.bitwidth == 16 and not bits.signed:
+        return types.float32(bits), _to_float32_code
+    return None
+
+
+def typing_from_float(typingctx, x):
+    from numba import types
+
+    if x in (types.float32, types.float64):
+        return types.uint16(x), _from_float_code
+    return None
+
+
+if simulating():
+    bfloat16_to_float32 = simulated_to_float32
+    bfloat16_from_float = simulated_from_float
+else:
+    from numba.cuda.extending import intrinsic
+
+    bfloat16_to_float32 = intrinsic(typing_to_float32)
+    bfloat16_from_float = intrinsic(typing_from_float)
