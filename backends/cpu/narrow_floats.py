@@ -11,8 +11,8 @@ conversions, as LLVM instructions:
   float64 rounds to float16 directly (``fptrunc double to half``), as NumPy casts it:
   through float32 it would round twice.
 - bfloat16: the upper half of a float32's bits (widening is a shift); narrowing rounds
-  to nearest even and keeps NaNs quiet, as ml_dtypes does, and a float64 goes through
-  float32, as ml_dtypes' cast does.
+  to nearest even and makes a NaN the quiet NaN of its sign, as ml_dtypes does, and a
+  float64 goes through float32, as ml_dtypes' cast does.
 """
 
 from __future__ import annotations
@@ -77,11 +77,11 @@ def bfloat16_from_float(typingctx, x):
         lowest_kept = builder.and_(builder.lshr(bits, ir.Constant(_I32, 16)), ir.Constant(_I32, 1))
         rounded = builder.add(bits, builder.add(ir.Constant(_I32, 0x7FFF), lowest_kept))
         narrowed = builder.trunc(builder.lshr(rounded, ir.Constant(_I32, 16)), _I16)
-        # A NaN keeps its sign and top payload bits and is made quiet (the rounding add
-        # could carry a NaN's payload into the exponent and make it an infinity).
-        quiet_nan = builder.or_(
-            builder.trunc(builder.lshr(bits, ir.Constant(_I32, 16)), _I16), ir.Constant(_I16, 0x40)
-        )
+        # A NaN becomes the quiet NaN of its sign, 0x7fc0 or 0xffc0, as ml_dtypes makes it
+        # (the rounding add could carry a NaN's payload into the exponent: an infinity).
+        sign = builder.trunc(builder.lshr(bits, ir.Constant(_I32, 16)), _I16)
+        sign = builder.and_(sign, ir.Constant(_I16, 0x8000))
+        quiet_nan = builder.or_(sign, ir.Constant(_I16, 0x7FC0))
         is_nan = builder.fcmp_unordered("uno", value, value)
         return builder.select(is_nan, quiet_nan, narrowed)
 

@@ -70,6 +70,27 @@ def test_narrow_float_chain_equals_numpy_bit_for_bit(dtype, backend, rng):
         np.testing.assert_array_equal(g.astype(np.float32), w.astype(np.float32))
 
 
+@pytest.mark.skipif(BFLOAT16 is None, reason="bfloat16 needs ml_dtypes (the test extra)")
+def test_bfloat16_rounding_and_nans_equal_ml_dtypes_bit_for_bit(backend):
+    """float32 and float64 -> bfloat16: every rounding midpoint (ties to even), the values
+    beside them, overflow to infinity and NaNs with payloads of both signs, as the bits
+    ml_dtypes gives (a NaN is the quiet NaN of its sign)."""
+    midpoints = np.arange(0, 1 << 16, 97, dtype=np.uint32) << 16 | 0x8000
+    payloads = np.array([0x7FA12345, 0xFFA12345, 0x7F800001, 0xFF812345, 0x7FC00001], np.uint32)
+    bits = np.concatenate([midpoints, midpoints - 1, midpoints + 1, payloads, [0x7F7FFFFF]])
+    x = bits.astype(np.uint32).view(np.float32)[: backend.size(len(bits), simulated=64)]
+    x = np.concatenate([x, payloads.view(np.float32)])
+
+    def program(x):
+        return x.astype(BFLOAT16), x.astype(np.float64).astype(BFLOAT16)
+
+    with np.errstate(invalid="ignore"):
+        want = x.astype(BFLOAT16).view(np.uint16)
+    for got in backend.to_host(numbax.jit(program, backend=backend)(x)):
+        assert got.dtype == BFLOAT16
+        np.testing.assert_array_equal(got.view(np.uint16), want)
+
+
 def test_cpu_stores_float16_as_its_bits_and_sums_in_float32(rng):
     """The generated program holds float16 arrays as uint16 (2 bytes an element) and
     converts only to compute; a sum accumulates in float32, as NumPy's does."""
