@@ -90,6 +90,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="small sizes and a short time budget: the whole run in seconds",
     )
     parser.add_argument(
+        "--smaller",
+        action="store_true",
+        help="the CPU suite's rows at sizes with a quarter of the work (chain 2^22, softmax "
+        "and layer norm 2048x512, MLP batch 64), where fixed costs weigh more",
+    )
+    parser.add_argument(
         "--group",
         choices=tuple(GROUPS) + tuple(SEPARATE_GROUPS),
         default="default",
@@ -130,7 +136,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "--update-results records full-size figures of a compiled backend: "
             "drop --quick, use --backend cpu or cuda"
         )
-    if args.update_results and (args.group != "default" or args.only):
+    if args.smaller and args.quick:
+        parser.error("--smaller picks full-run sizes: drop --quick")
+    if args.update_results and (args.group != "default" or args.only or args.smaller):
         # RESULTS.md's sections hold the default suite; another selection would replace it.
         parser.error("--update-results records the default suite: drop --group and --only")
     if args.backend is None:
@@ -170,12 +178,18 @@ def settings_for(args: argparse.Namespace):
     return settings
 
 
+def size_name(args: argparse.Namespace) -> str:
+    return "quick" if args.quick else ("smaller" if args.smaller else "full")
+
+
 def select_workloads(args: argparse.Namespace) -> list[Workload]:
     on_gpu = args.backend == "cuda"
-    workloads = make_workloads(args.names, on_gpu, args.quick, ALL_BUILDERS)
+    workloads = make_workloads(args.names, on_gpu, args.quick, ALL_BUILDERS, args.smaller)
     wants_ceiling = any(w.bytes_moved is not None for w in workloads if w.style != "copy")
     if wants_ceiling and "bandwidth" not in args.names:
-        workloads = make_workloads(["bandwidth"], on_gpu, args.quick) + workloads
+        workloads = (
+            make_workloads(["bandwidth"], on_gpu, args.quick, smaller=args.smaller) + workloads
+        )
     return workloads
 
 
@@ -191,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     options = {
         "backend": args.backend,
         "quick": args.quick,
+        "smaller": args.smaller,
         "group": args.group,
         "workloads": args.names,
         "repeat": args.repeat,
@@ -207,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         workloads = select_workloads(args)
         print(
-            f"numbax benchmarks: backend {args.backend}, {'quick' if args.quick else 'full'}"
+            f"numbax benchmarks: backend {args.backend}, {size_name(args)}"
             f" sizes, {len(workloads)} workloads, peers {', '.join(p.label for p in peers)}",
             file=sys.stderr,
             flush=True,

@@ -152,7 +152,11 @@ def write_chart(results: list[WorkloadResult], machine: dict, options: dict, pat
     )
     axes.tick_params(axis="x", length=0)
     axes.set_ylabel("time / best peer's time (log; lower is faster)")
-    scale = ", quick sizes" if options["quick"] else ""
+    scale = (
+        ", quick sizes"
+        if options["quick"]
+        else (", smaller sizes" if options.get("smaller") else "")
+    )
     axes.set_title(
         f"numbax vs peers, backend {options['backend']}{scale}\n{one_line(machine)}\n"
         "bar height: time relative to the fastest peer (dashed line); label: median time",

@@ -78,7 +78,12 @@ def _header_lines(results: list[WorkloadResult], machine: dict, options: dict) -
         if ceiling
         else "not measured (run the bandwidth workload)"
     )
-    scale = "quick (smoke-test sizes)" if options["quick"] else "full sizes"
+    if options["quick"]:
+        scale = "quick (smoke-test sizes)"
+    elif options.get("smaller"):
+        scale = "smaller sizes (a quarter of the full sizes' work, --smaller)"
+    else:
+        scale = "full sizes"
     return [
         f"backend: {options['backend']}, {scale}",
         f"machine: {one_line(machine)}",

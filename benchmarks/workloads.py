@@ -160,17 +160,34 @@ class Workload:
             assert_matches(actual, expected, self.rtol, self.atol)
 
 
-# Sizes per scale: quick (a smoke test in seconds), cpu, gpu. The interpret backend uses cpu.
+# Sizes per scale: quick (a smoke test in seconds), cpu, cpu_smaller (`--smaller`: the cpu
+# sizes with a quarter of the work, where fixed costs weigh more), gpu. The interpret backend
+# uses cpu.
 SIZES = {
-    "bandwidth": {"quick": 2**22, "cpu": 2**25, "gpu": 2**28},
-    "chain": {"quick": 2**16, "cpu": 2**24, "gpu": 2**26},
-    "rows": {"quick": (256, 256), "cpu": (4096, 1024), "gpu": (8192, 8192)},
-    "matmul_bias_relu": {"quick": 128, "cpu": 1024, "gpu": 4096},
+    "bandwidth": {"quick": 2**22, "cpu": 2**25, "cpu_smaller": 2**23, "gpu": 2**28},
+    "chain": {"quick": 2**16, "cpu": 2**24, "cpu_smaller": 2**22, "gpu": 2**26},
+    "rows": {
+        "quick": (256, 256),
+        "cpu": (4096, 1024),
+        "cpu_smaller": (2048, 512),
+        "gpu": (8192, 8192),
+    },
+    "matmul_bias_relu": {"quick": 128, "cpu": 1024, "cpu_smaller": 640, "gpu": 4096},
     "matmul": {"quick": 128, "gpu": 4096},
-    "mlp": {"quick": (64, 784, 128, 10), "cpu": (256, 784, 512, 10), "gpu": (256, 784, 512, 10)},
-    "grad": {"quick": 10_000, "cpu": 1_000_000, "gpu": 1_000_000},
+    "mlp": {
+        "quick": (64, 784, 128, 10),
+        "cpu": (256, 784, 512, 10),
+        "cpu_smaller": (64, 784, 512, 10),
+        "gpu": (256, 784, 512, 10),
+    },
+    "grad": {"quick": 10_000, "cpu": 1_000_000, "cpu_smaller": 250_000, "gpu": 1_000_000},
     # batch, inputs, hidden units, time steps
-    "rnn": {"quick": (8, 16, 32, 10), "cpu": (32, 64, 128, 100), "gpu": (256, 256, 512, 100)},
+    "rnn": {
+        "quick": (8, 16, 32, 10),
+        "cpu": (32, 64, 128, 100),
+        "cpu_smaller": (8, 64, 128, 100),
+        "gpu": (256, 256, 512, 100),
+    },
 }
 
 FLOAT32_BYTES = 4
@@ -455,10 +472,17 @@ def workload_names(on_gpu: bool, builders: dict = WORKLOAD_BUILDERS) -> list[str
 
 
 def make_workloads(
-    names: list[str], on_gpu: bool, quick: bool, builders: dict = WORKLOAD_BUILDERS
+    names: list[str],
+    on_gpu: bool,
+    quick: bool,
+    builders: dict = WORKLOAD_BUILDERS,
+    smaller: bool = False,
 ) -> list[Workload]:
-    """The `names` workloads of `builders`, in the order of `builders`."""
+    """The `names` workloads of `builders`, in the order of `builders`; `smaller` takes the
+    CPU sizes with a quarter of the work (workloads without such a size keep their own)."""
     scale = "quick" if quick else ("gpu" if on_gpu else "cpu")
+    if smaller and scale == "cpu":
+        scale = "cpu_smaller"
     # One generator per workload, so a workload's inputs do not depend on which others run.
     return [
         builders[name](scale, np.random.default_rng(index))
