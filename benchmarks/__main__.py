@@ -92,8 +92,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--smaller",
         action="store_true",
-        help="the CPU suite's rows at sizes with a quarter of the work (chain 2^22, softmax "
-        "and layer norm 2048x512, MLP batch 64), where fixed costs weigh more",
+        help="the CPU suite's rows at smaller sizes (chain 2^22, softmax and layer norm "
+        "2048x1024, MLP batch 64), where fixed costs weigh more",
     )
     parser.add_argument(
         "--group",

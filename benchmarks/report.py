@@ -81,7 +81,7 @@ def _header_lines(results: list[WorkloadResult], machine: dict, options: dict) -
     if options["quick"]:
         scale = "quick (smoke-test sizes)"
     elif options.get("smaller"):
-        scale = "smaller sizes (a quarter of the full sizes' work, --smaller)"
+        scale = "smaller sizes (--smaller)"
     else:
         scale = "full sizes"
     return [
