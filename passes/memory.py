@@ -19,6 +19,8 @@ values: ``Liveness.storage`` is what each value's memory may be (a reshape is a 
 its operand, a loop or a branch may return its operand as it is), and every value that
 may share the operand's memory must be read for the last time by the update. A loop
 body may write its carries in place when the loop owns them (``loop_ownership``).
+Where a loop kernel makes the window such an update writes, it may store it straight
+into the operand's memory (``Liveness.window_stores``, proven in ``window_stores.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var
 from ..ir.primitive import Pattern
+from .window_stores import store_refusal, update_window
 
 # Functional updates: the output is operand 0 with some elements replaced.
 UPDATES = ("dynamic_update_slice", "scatter")
@@ -45,6 +48,10 @@ class MemoryPlan:
     buffers: list[ShapedArray] = field(default_factory=list)
     total_intermediate_bytes: int = 0  # what one buffer per intermediate would take
     in_place: dict[Var, Var] = field(default_factory=dict)  # update output -> its operand
+    # A loop kernel's output stored straight into the window of the update that takes it:
+    # the output -> that update's output (``Liveness.window_stores``). It keeps its buffer
+    # in the plan, for a backend that writes it there and copies it (CUDA does).
+    window_stores: dict[Var, Var] = field(default_factory=dict)
 
     @property
     def num_buffers(self) -> int:
@@ -59,7 +66,8 @@ class MemoryPlan:
         return (
             f"{len(self.buffer_of)} intermediates in {self.num_buffers} buffers, "
             f"{self.peak_bytes} bytes (unplanned: {self.total_intermediate_bytes} bytes), "
-            f"{len(self.in_place)} updates in place"
+            f"{len(self.in_place)} updates in place, "
+            f"{len(self.window_stores)} stored into their windows by their kernels"
         )
 
 
@@ -90,6 +98,9 @@ class Liveness:
         self.loops: dict[int, LoopOwnership] = {}  # loop eqn -> the carries it owns
         self.written: set[Var] = set()  # memories that updates or loops write into
         self._refusals: dict[int, str | None] = {}  # update eqn -> why not in place
+        # A loop kernel's output -> the in-place update whose window the kernel stores it in.
+        self.window_stores: dict[Var, int] = {}
+        self._store_refusals: dict[int, str | None] = {}  # update eqn -> why not
         for var in [*jaxpr.constvars, *jaxpr.invars]:
             self._store(var, frozenset([var]))
         for index, eqn in enumerate(jaxpr.eqns):
@@ -100,6 +111,9 @@ class Liveness:
                 self._refusals[index] = self._update_refusal(index)
             if position is not None and self._refusals[index] is None:
                 memory = self.storage[eqn.inputs[position]]
+                self._store_refusals[index] = store_refusal(self, index)
+                if self._store_refusals[index] is None:
+                    self.window_stores[update_window(eqn).update] = index
                 for root in memory:  # all dead now (the proof): no later update asks again
                     self._sharers[root].clear()
                 self.in_place[eqn.outputs[0]] = eqn.inputs[position]
@@ -148,6 +162,13 @@ class Liveness:
         nothing reads that memory after the update (nor the update itself, but for the
         operand it overwrites) and it is not the caller's."""
         return self._refusals[index]
+
+    def window_store_refusal(self, index: int) -> str | None:
+        """Why the loop kernel making update eqn ``index``'s update may not store it
+        straight into the window of the operand (``window_stores.store_refusal``)."""
+        if self._refusals[index] is not None:
+            return f"the update does not write in place: {self._refusals[index]}"
+        return self._store_refusals[index]
 
     def _update_refusal(self, index: int) -> str | None:
         """``update_refusal``, asked when the values made before ``index`` are known."""
@@ -228,7 +249,7 @@ def _output_storage(eqn: Eqn, storage) -> list[frozenset[Var]]:
     def of(atom) -> frozenset[Var]:
         return storage[atom] if isinstance(atom, Var) else frozenset()
 
-    if eqn.prim.name in VIEWS:
+    if eqn.prim.name in VIEWS and isinstance(eqn.inputs[0], Var):  # a literal has no memory
         return [of(eqn.inputs[0])]
     if eqn.prim.name == "kernel":
         return _kernel_output_storage(eqn, of)
@@ -305,6 +326,8 @@ def plan_memory(program: Jaxpr | ClosedJaxpr, liveness: Liveness | None = None) 
     """
     liveness = liveness or Liveness(program)
     plan = MemoryPlan(in_place=dict(liveness.in_place))
+    for var, index in liveness.window_stores.items():
+        plan.window_stores[var] = liveness.eqns[index].outputs[0]
     held: list[Var] = []  # buffer -> the value it holds last
     spare: dict[tuple, list[int]] = defaultdict(list)  # (dtype, size) -> buffers
     released_after: dict[int, list[int]] = defaultdict(list)  # eqn -> buffers free after it

@@ -40,10 +40,6 @@ NARROW_INTS = ("int8", "int16", "uint8", "uint16", "uint32", "uint64")
 # bfloat16: the program itself is another one for bfloat16 arguments than for float32.
 KIND_BRANCHES = "the case branches on dtype.kind, which is 'V' for ml_dtypes' bfloat16"
 NOT_IN_BFLOAT16 = {"nan_to_num": KIND_BRANCHES, "nan_reductions": KIND_BRANCHES}
-# Where numbax converts a Python int that NumPy refuses (out of the dtype's range).
-ACCEPTS_OUT_OF_RANGE = {
-    "unique_size": "unique(fill_value=-9) of uint8 casts the fill value unsafely",
-}
 # Cases that ask for float32 by name (dtype=np.float32): float32 is right there.
 ASKS_FOR_FLOAT32 = {"reduction_dtype_argument", "where_initial_values", "reduction_result_dtypes"}
 
@@ -182,8 +178,6 @@ def _numpy_refuses(case, args) -> Exception | None:
 def _check_refusal(case, args, refusal: Exception) -> None:
     """A Python int out of an unsigned array's range: numbax refuses it as NumPy does;
     anything else NumPy refuses (float16 linear algebra) is outside the corpus."""
-    if isinstance(refusal, OverflowError) and case.name in ACCEPTS_OUT_OF_RANGE:
-        pytest.xfail(ACCEPTS_OUT_OF_RANGE[case.name])
     if isinstance(refusal, OverflowError):
         with pytest.raises(numbax.ScalarOverflowError):
             numbax.jit(case.fn, backend="interpret")(*args)

@@ -25,7 +25,14 @@ from . import lax
 from . import numpy_api as xnp
 from .core import Tracer
 from .functionalize import write_out
-from .promote import asarray, convert, normalize_axes, normalize_axis, result_type
+from .promote import (
+    asarray,
+    convert,
+    normalize_axes,
+    normalize_axis,
+    python_scalar_as,
+    result_type,
+)
 from .source_info import user_frame_info
 
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
@@ -178,6 +185,22 @@ def _unique_size(x, equal_nan):
     return len(np.unique(value, equal_nan=equal_nan))
 
 
+def _unique_fill(fill_value, dtype):
+    """``unique``'s ``fill_value`` in the array's dtype. A Python scalar out of the dtype's
+    range is an error, as NumPy's padding with it would be (``fill_value=-9`` on uint8
+    raises OverflowError there); an array or a NumPy scalar is cast, as NumPy casts."""
+    if isinstance(fill_value, (bool, int, float, complex)):
+        return python_scalar_as(fill_value, dtype, fix=_FILL_FIX)
+    return convert(asarray(fill_value), dtype)
+
+
+_FILL_FIX = (
+    "numpy.unique(size=, fill_value=) pads with fill_value in the array's dtype, and NumPy "
+    "raises OverflowError for it too. Pass a fill value in the dtype's range, or unique "
+    "x.astype(a wider dtype)"
+)
+
+
 def unique(
     ar,
     return_index=False,
@@ -199,6 +222,7 @@ def unique(
     x = asarray(ar)
     size = _unique_size(x, equal_nan) if size is None else int(size)
     wanted = (return_index, return_inverse, return_counts)
+    fill_value = None if fill_value is None else _unique_fill(fill_value, x.dtype)
     if x.size == 0:
         fill = lax.full((size,), 0 if fill_value is None else fill_value, x.dtype)
         extras = [lax.full(shape, 0, dtypes.int64) for shape in [(size,), x.shape, (size,)]]
@@ -214,7 +238,7 @@ def unique(
     starts = bounds[:size]
     result = lax.gather(values, starts, 0)
     if fill_value is not None:
-        result = xnp.where(real, result, convert(asarray(fill_value), x.dtype))
+        result = xnp.where(real, result, fill_value)
     outputs = [result]
     if return_index:
         outputs.append(lax.gather(order, starts, 0))

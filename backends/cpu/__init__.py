@@ -2,7 +2,9 @@
 
 ``backend.compile(closed_jaxpr, name)`` runs the optimisation passes, writes the program
 as a Python module (``program.py``: a loop nest per kernel, ``np.dot`` for contractions,
-``prange`` for large kernels), compiles it with Numba, and keeps the result in memory and
+``prange`` for large kernels; a large program as parts that its function calls, and a
+large kernel as several loops, ``parts.py``, so that compile time grows linearly with the
+program), compiles it with Numba, and keeps the result in memory and
 in the disk cache (``cache.py``, under ``config.cache_dir``). The executable shows its
 source, kernels, LLVM IR and assembly::
 
@@ -71,10 +73,13 @@ class CpuBackend:
 
 
 def _optimize(closed: ClosedJaxpr, name: str):
-    """The fused program, the pass log and the memory plan."""
+    """The fused program, its kernels bounded in size for LLVM (``parts.py``), the pass
+    log and the memory plan."""
     from ... import passes
+    from .parts import bounded_kernels
 
     fused, log = passes.optimize(closed, name=name)
+    fused = bounded_kernels(fused)
     return fused, log, passes.plan_memory(fused)
 
 

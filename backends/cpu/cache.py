@@ -12,8 +12,10 @@ that name and registered in ``sys.modules``, and its function is compiled for th
 module's ``SIGNATURE`` with Numba's disk cache, whose object code sits next to it
 (``__pycache__``): a later process loads it without compiling. Numba checks that the
 module file is unchanged (a hash of its bytes), so a file that holds the program is
-left as it is, whoever's comments it carries. An entry that cannot be read or loaded is
-compiled afresh, with a warning, never an error.
+left as it is, whoever's comments it carries. A large program cut into parts
+(``parts.py``) is still one module and one key: Numba links the parts into the program
+function, whose cached machine code holds them, so a hit compiles none of them. An
+entry that cannot be read or loaded is compiled afresh, with a warning, never an error.
 
 Any number of threads may load at once: one compiles or loads each program, and each
 generated module, while the others asking for it wait (``KeyedLock``), and a module

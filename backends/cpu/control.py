@@ -2,18 +2,22 @@
 ``while`` loop, ``scan`` as a ``for`` loop, calls as their bodies, each body's kernels
 written inline.
 
-A body's inputs are plain names: a ``cond`` branch reads the operands' arrays, a loop
-body reads carry variables that the loop reassigns (all at once, as a tuple, so a body
-that swaps two carries swaps them). A carry shares its initial value's array, unless the
-loop owns the carry and its memory may be written (``passes.memory.loop_ownership``):
-then the initial value is copied once before the loop where something else still reads
-it, and the body's updates of the carry write into it, with no copy per iteration.
+A body's inputs are plain names: a ``cond`` branch reads the operands, a loop body
+reads carry variables that the loop reassigns (all at once, as a tuple, so a body that
+swaps two carries swaps them). A value of one element is a scalar local throughout
+(``scalar_values``): a rank-0 carry, a loop index, a branch's rank-0 result are Numba
+scalars, never 0-d arrays. A carry of more elements shares its initial value's array,
+unless the loop owns the carry and its memory may be written
+(``passes.memory.loop_ownership``): then the initial value is copied once before the loop
+where something else still reads it, and the body's updates of the carry write into it,
+with no copy per iteration.
 """
 
 from __future__ import annotations
 
-from ...ir.core import Eqn, Jaxpr, Var
-from .scalar import dtype_source
+import math
+
+from ...ir.core import Eqn, Jaxpr
 
 
 def _bind(writer, jaxpr: Jaxpr, names) -> None:
@@ -21,8 +25,18 @@ def _bind(writer, jaxpr: Jaxpr, names) -> None:
         writer.names[var] = name
 
 
+def _operand(writer, atom) -> str:
+    """What a body reads for ``atom``: a scalar local for one element, else its array."""
+    return writer.scalar_local(atom) if atom.aval.size == 1 else writer.array_of(atom)
+
+
+def _value(writer, atom) -> str:
+    """``atom`` as a result: a scalar expression for one element, else its array."""
+    return writer.scalar_of(atom) if atom.aval.size == 1 else writer.array_of(atom)
+
+
 def _results(writer, jaxpr: Jaxpr) -> list[str]:
-    return [writer.array_of(atom) for atom in jaxpr.outvars]
+    return [_value(writer, atom) for atom in jaxpr.outvars]
 
 
 def _body(writer, jaxpr: Jaxpr, inputs, liveness=None) -> list[str]:
@@ -39,13 +53,14 @@ def _ownership(writer):
 
 
 def _initial_carries(writer, operands, ownership) -> list[str]:
-    """The carries' first arrays: a copy where the loop may write a memory still read
-    elsewhere, else the operand's own array."""
-    arrays = []
+    """The carries' first values: a scalar for one element; an array of more, copied
+    where the loop may write a memory still read elsewhere, else the operand's own."""
+    values = []
     for k, atom in enumerate(operands):
-        array = writer.array_of(atom)
-        arrays.append(f"{array}.copy()" if k in ownership.copied else array)
-    return arrays
+        value = _value(writer, atom)
+        copied = k in ownership.copied and atom.aval.size != 1
+        values.append(f"{value}.copy()" if copied else value)
+    return values
 
 
 def _assign(writer, targets, values) -> None:
@@ -60,14 +75,14 @@ def write_call(writer, eqn: Eqn) -> None:
     """A call (``jit_call``, ``checkpoint``, ``custom_vjp_call``'s primal): its body inline.
     The results are bound to new names, so the body may be written again later."""
     writer.emit(f"# {writer.comment(eqn)}")
-    results = _body(writer, eqn.params["jaxpr"], [writer.array_of(a) for a in eqn.inputs])
+    results = _body(writer, eqn.params["jaxpr"], [_operand(writer, a) for a in eqn.inputs])
     _assign(writer, [writer.name(v) for v in eqn.outputs], results)
 
 
 def write_cond(writer, eqn: Eqn) -> None:
     branches = eqn.params["branches"]
     index = writer.fresh("branch")
-    operands = [writer.array_of(a) for a in eqn.inputs[1:]]
+    operands = [_operand(writer, a) for a in eqn.inputs[1:]]
     outputs = [writer.name(v) for v in eqn.outputs]
     writer.emit(f"# {writer.comment(eqn)}")
     writer.emit(f"{index} = min(max({writer.scalar_of(eqn.inputs[0])}, 0), {len(branches) - 1})")
@@ -83,9 +98,9 @@ def write_cond(writer, eqn: Eqn) -> None:
 
 def write_while(writer, eqn: Eqn) -> None:
     p = eqn.params
-    cond_consts = [writer.array_of(a) for a in eqn.inputs[: p["cond_nconsts"]]]
+    cond_consts = [_operand(writer, a) for a in eqn.inputs[: p["cond_nconsts"]]]
     split = p["cond_nconsts"] + p["body_nconsts"]
-    body_consts = [writer.array_of(a) for a in eqn.inputs[p["cond_nconsts"] : split]]
+    body_consts = [_operand(writer, a) for a in eqn.inputs[p["cond_nconsts"] : split]]
     carries = [writer.fresh("carry") for _ in eqn.inputs[split:]]
     ownership = _ownership(writer)
     writer.emit(f"# {writer.comment(eqn)}")
@@ -93,7 +108,7 @@ def write_while(writer, eqn: Eqn) -> None:
     writer.emit("while True:")
     with _indented(writer):
         (going,) = _body(writer, p["cond_jaxpr"], cond_consts + carries)
-        writer.emit(f"if not {going}[()]:", "    break")
+        writer.emit(f"if not {going}:", "    break")
         results = _body(writer, p["body_jaxpr"], body_consts + carries, ownership.body)
         _assign(writer, carries, results)
     _assign(writer, [writer.name(v) for v in eqn.outputs], carries)
@@ -103,37 +118,43 @@ def write_scan(writer, eqn: Eqn) -> None:
     p = eqn.params
     jaxpr, length = p["jaxpr"], p["length"]
     n_consts, n_carry = p["num_consts"], p["num_carry"]
-    consts = [writer.array_of(a) for a in eqn.inputs[:n_consts]]
+    consts = [_operand(writer, a) for a in eqn.inputs[:n_consts]]
     carries = [writer.fresh("carry") for _ in range(n_carry)]
-    xs = [writer.array_of(a) for a in eqn.inputs[n_consts + n_carry :]]
-    ys = [writer.name(v) for v in eqn.outputs[n_carry:]]
+    xs = eqn.inputs[n_consts + n_carry :]
+    ys = eqn.outputs[n_carry:]
     ownership = _ownership(writer)
     writer.emit(f"# {writer.comment(eqn)}")
     initial = eqn.inputs[n_consts : n_consts + n_carry]
     _assign(writer, carries, _initial_carries(writer, initial, ownership))
-    for name, var in zip(ys, eqn.outputs[n_carry:], strict=True):
-        writer.emit(*writer.new_array(name, var.aval.shape, var.aval.dtype))
+    for y in ys:  # one element (one step of one element): a scalar the step assigns
+        if writer.is_scalar(y):
+            writer.emit(f"{writer.name(y)} = {writer.constant(0, y.aval.dtype)}")
+        else:
+            writer.emit(*writer.new_array(writer.name(y), y.aval.shape, y.aval.dtype))
     step = writer.fresh("step")
     order = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
     writer.emit(f"for {step} in {order}:")
     with _indented(writer):
-        slices = []
-        for x, var in zip(xs, jaxpr.invars[n_consts + n_carry :], strict=True):
-            slices.append(_slice(writer, x, step, var))
+        slices = [_slice(writer, x, step) for x in xs]
         results = _body(writer, jaxpr, consts + carries + slices, ownership.body)
         # Store the ys before the carries move on: a y may be this step's incoming carry
         # (the backward pass of a scan reads exactly that).
-        for y, result, var in zip(ys, results[n_carry:], jaxpr.outvars[n_carry:], strict=True):
-            _store_row(writer, y, step, result, var.aval.shape)
+        for y, result in zip(ys, results[n_carry:], strict=True):
+            _store_row(writer, y, step, result)
         _assign(writer, carries, results[:n_carry])
     _assign(writer, [writer.name(v) for v in eqn.outputs[:n_carry]], carries)
 
 
-def _store_row(writer, ys: str, step: str, result: str, shape) -> None:
+def _store_row(writer, y, step: str, result: str) -> None:
     """``ys[step] = result`` as a loop nest: LLVM vectorises it, where Numba's slice
-    assignment copies element by element through a generic strided path."""
-    if not shape:
-        writer.emit(f"{ys}[{step}] = {result}[()]")
+    assignment copies element by element through a generic strided path. A row of one
+    element is a scalar store."""
+    ys, shape = writer.name(y), y.aval.shape[1:]
+    if writer.is_scalar(y):
+        writer.emit(f"{ys} = {result}")
+        return
+    if math.prod(shape) == 1:
+        writer.emit(f"{ys}[{', '.join([step] + ['0'] * len(shape))}] = {result}")
         return
     row = writer.fresh(f"{ys}_row")
     writer.emit(f"{row} = {ys}[{step}]")
@@ -144,15 +165,16 @@ def _store_row(writer, ys: str, step: str, result: str, shape) -> None:
     writer.emit(f"{'    ' * len(shape)}{row}[{at}] = {result}[{at}]")
 
 
-def _slice(writer, xs: str, step: str, var: Var) -> str:
-    """Row ``step`` of ``xs`` as an array (Numba indexes a 1-d array down to a scalar)."""
-    name = writer.fresh(f"{xs}_row")
-    if var.aval.shape:
-        writer.emit(f"{name} = {xs}[{step}]")
+def _slice(writer, xs, step: str) -> str:
+    """Row ``step`` of ``xs``: a view of the row, or the scalar of a row of one element."""
+    if writer.is_scalar(xs):  # one step of one element
+        return writer.name(xs)
+    array = writer.name(xs)
+    name = writer.fresh(f"{array}_row")
+    if math.prod(xs.aval.shape[1:]) == 1:
+        writer.emit(f"{name} = {array}[{', '.join([step] + ['0'] * (xs.aval.ndim - 1))}]")
     else:
-        writer.emit(
-            f"{name} = np.empty((), {dtype_source(var.aval.dtype)})", f"{name}[()] = {xs}[{step}]"
-        )
+        writer.emit(f"{name} = {array}[{step}]")
     return name
 
 

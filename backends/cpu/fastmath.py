@@ -13,7 +13,7 @@ and polynomial evaluation are small LLVM intrinsics defined below.
 Each algorithm is written once, generic over the float type, and reads its numbers from
 a constants table (``_FLOAT32`` or ``_FLOAT64``); ``exp_f32`` is ``_exp`` with its
 argument cast to float32 and the float32 table. Float32 functions compute in float32,
-except the sin/cos range reduction, which runs in float64 (see ``_reduce_half_pi``).
+except the sin/cos range reduction, which runs in float64 (see ``_reduce_half_pi_f32``).
 
 Method per function (x = k*ln2 + r means Cody-Waite reduction, where ln2 is split into
 a short head, so k*head is exact, and a tail):
@@ -30,20 +30,29 @@ a short head, so k*head is exact, and a tail):
   e + 2 never cancels; the sign is copied from x. (Switching to (1 - E) / (1 + E),
   E = exp(-2|x|), for large |x| cuts the error from 2.5 to 2.1 ulp but costs 30%.)
 - logistic: e = exp(-|x|) in (0, 1]; 1 / (1 + e) for x >= 0, e / (1 + e) below.
-- sin, cos: x = q*pi/2 + r with r kept as a double-word r + lo, then the sin or cos
-  polynomial on [-pi/4, pi/4] chosen by q mod 4.
+- sin, cos: x = q*pi/2 + r (mod 2 pi) with r kept as a double-word r + lo, then the
+  sin or cos polynomial on [-pi/4, pi/4] chosen by q mod 4. The reduction is exact for
+  every x (Payne-Hanek's idea, without its loop): x times the bits of 2/pi that matter
+  for x's exponent, read from a table with a row per exponent (``_reduction_table``),
+  as FMA-split products summed in double-words. Branch-free, it costs every element
+  four table reads (gathers, in vector code): float64 sin and cos take about twice the
+  time of a Cody-Waite reduction exact only to 1.7e9, float32 ones 1.2 times (two
+  reads), still several times faster than NumPy's libm loop.
 
 Polynomial coefficients are our own Remez (minimax) fits, computed with mpmath at 50
 digits on the stated interval and rounded to the table's type; the error quoted beside
 each is the fit's, relative to the function value, after rounding the coefficients.
-Splitting constants (ln2, pi/2 heads and tails) are ln2 and pi/2 rounded to the stated
-number of bits, each tail being the rounded remainder.
+Splitting constants (ln2's head and tail, pi/2's) are ln2 and pi/2 rounded to the
+stated number of bits, each tail being the rounded remainder; the bits of 2/pi come
+from Machin's formula in Python integers, at import.
 
 Accuracy: errors stay below ``ULP_BOUNDS`` (ulps of the exact result, against NumPy in
 higher precision), which tests/backends/test_fastmath.py asserts. Measured maxima:
-float32 over all 2^32 inputs (for sin and cos those below 1.7e9, see below) against
-float64 libm, float64 over 3e7 random inputs (every exponent equally likely, plus typical
-ranges) against long double:
+float32 over all 2^32 inputs against float64 libm, float64 over 3e7 random inputs
+(every exponent equally likely, plus typical ranges) against long double; sin and cos
+measured again with the exact reduction over 2^20 random bit patterns per type, 2^18
+log-uniform inputs from 1e9 to the largest float, and the float64 closest to a
+multiple of pi/2:
 
     ========  =======  =======  =====
     function  float32  float64  bound
@@ -54,20 +63,14 @@ ranges) against long double:
     log1p      0.87     0.83     1
     tanh       2.50     2.50     3
     logistic   2.40     2.12     2.5
-    sin        0.81     0.87     1
-    cos        0.80     0.87     1
+    sin        0.77     0.84     1
+    cos        0.76     0.83     1
     ========  =======  =======  =====
 
 Special values match NumPy exactly, signs of zero included: +-0, +-inf, NaN, subnormal
-inputs and results, overflow to inf and underflow to 0 at the same thresholds.
-
-sin and cos reduce exactly (to well below an ulp of r) for |x| < 2^30 pi/2, about
-1.7e9, in both types: pi/2 is split into three 23-bit heads, so k times each is exact in
-float64 for k < 2^30, and a 53-bit tail. Past that bound k*head is no longer exact and
-the absolute error grows like |x| 2^-52: 2e-6 at 1e10, 1e-4 at 1e12; from about 1e15
-the result is noise, kept within [-1, 1]. An exact (Payne-Hanek) reduction would need a
-per-element lookup of the bits of 2/pi and multi-word products; being branch-free, every
-call would pay for it, so we do not.
+inputs and results, overflow to inf and underflow to 0 at the same thresholds. The
+reduction needs FMA (``llvm.fma``): one instruction on x86-64-v3 and later; a CPU
+without it gets libm's exact ``fma``, correct but not vectorised.
 
 Example::
 
@@ -80,6 +83,7 @@ Example::
             out[i] = tanh_f32(x[i])
 """
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -160,6 +164,52 @@ def _polynomial(typingctx, x, coefficients):
         return total
 
     return x(x, coefficients), codegen
+
+
+def _call_intrinsic(builder, llvm_name: str, values):
+    """A call of the LLVM intrinsic ``llvm_name`` on floats of one type: one instruction
+    (``vfmadd``, ``vroundpd``) in scalar and in vector code."""
+    float_type = values[0].type
+    function_type = ir.FunctionType(float_type, [float_type] * len(values))
+    function = builder.module.declare_intrinsic(llvm_name, [float_type], function_type)
+    return builder.call(function, values)
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c, rounded once."""
+    if not isinstance(a, types.Float) or not a == b == c:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return _call_intrinsic(builder, "llvm.fma", args)
+
+    return a(a, b, c), codegen
+
+
+@intrinsic
+def _round_even(typingctx, x):
+    """The integer nearest to x, ties to even, as a float."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return _call_intrinsic(builder, "llvm.roundeven", args)
+
+    return x(x), codegen
+
+
+@intrinsic
+def _small_float_to_int(typingctx, value):
+    """An integral float known to fit in 32 bits, as an int32 (one SIMD instruction on
+    every x86 level, where float64 to int64 needs AVX-512)."""
+    if not isinstance(value, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fptosi(args[0], ir.IntType(32))
+
+    return types.int32(value), codegen
 
 
 @intrinsic
@@ -355,14 +405,65 @@ _FLOAT64 = _table(
     ),
 )
 
-# pi/2 as three 23-bit heads and a 53-bit tail, for the float64 reduction of sin and cos.
-_TWO_OVER_PI = float.fromhex("0x1.45f306dc9c883p-1")
-_HALF_PI_1 = float.fromhex("0x1.921fb4p+0")
-_HALF_PI_2 = float.fromhex("0x1.4442dp-24")
-_HALF_PI_3 = float.fromhex("0x1.846988p-48")
-_HALF_PI_4 = float.fromhex("0x1.8cc51701b839ap-72")
-_SHIFTER_64 = _FLOAT64.shifter
-_SHIFTER_64_BITS = _FLOAT64.shifter_bits
+# --- sin and cos: the bits of 2/pi, per exponent of x (see _reduce_half_pi_f64) ---------
+
+
+def _arctan_inverse(n: int, scale: int) -> int:
+    """arctan(1/n) * scale for an integer n > 1, by its Taylor series in integers."""
+    total, power, k = 0, scale // n, 0
+    while power:
+        term = power // (2 * k + 1)
+        total += -term if k % 2 else term
+        power //= n * n
+        k += 1
+    return total
+
+
+def _two_over_pi_bits(bits: int) -> int:
+    """floor(2/pi * 2^bits), from Machin's formula pi = 16 atan(1/5) - 4 atan(1/239)."""
+    guard = 64
+    scale = 1 << (bits + guard)
+    pi_scaled = 16 * _arctan_inverse(5, scale) - 4 * _arctan_inverse(239, scale)
+    return (1 << (2 * bits + 2 * guard + 1)) // pi_scaled >> guard
+
+
+# Rows of exponents from _SCALE_FROM on are stored times 2^_SCALE_LOG2 and read with x
+# times 2^-_SCALE_LOG2 (exact: such x are huge), so that their last pieces stay normal.
+_SCALE_FROM = 1536
+_SCALE_LOG2 = 256
+_PIECE_BITS = 53
+
+
+def _reduction_table(pieces: int, input_bits: int) -> np.ndarray:
+    """Row E: 2/pi mod 2^(1024 + input_bits - E) in ``pieces`` float64s of 53 bits each.
+
+    A float64 x of biased exponent E whose significand has ``input_bits`` bits (53, or
+    24 for a float32 x) is M 2^(E - 1023 - (input_bits - 1)) for an integer M, so the bits
+    of 2/pi of weight 2^(1024 + input_bits - E) and more only add multiples of 4 to
+    x 2/pi: the quadrant mod 4 and the remainder do not change without them. Row E holds
+    the next 53 * pieces bits, in fixed 53-bit windows, so each piece times x is exact as
+    a double-word and x * row < 2^(input_bits + 2) whatever the size of x.
+    """
+    total_bits = 2048 + input_bits + pieces * _PIECE_BITS
+    bits = _two_over_pi_bits(total_bits)
+    mask = (1 << _PIECE_BITS) - 1
+    rows = np.zeros((2048, pieces))
+    for exponent in range(2048):
+        top = min(1024 + input_bits - max(exponent, 1), 0)  # kept bits weigh < 2^top
+        scale = _SCALE_LOG2 if exponent >= _SCALE_FROM else 0
+        for piece in range(pieces):
+            low = top - (piece + 1) * _PIECE_BITS  # this piece's bits: [2^low, 2^(low+53))
+            window = (bits >> (total_bits + low)) & mask
+            rows[exponent, piece] = math.ldexp(window, low + scale)
+    return rows
+
+
+# 212 bits for float64 x: x 2/pi mod 4 to 2^-150, below the 2^-61 of the float64 closest
+# to a multiple of pi/2 (6381956970095103 2^797); 106 for float32 x.
+_TWO_OVER_PI_F64 = _reduction_table(4, 53)
+_TWO_OVER_PI_F32 = _reduction_table(2, 24)
+_HALF_PI_HIGH = float.fromhex("0x1.921fb54442d18p+0")
+_HALF_PI_LOW = float.fromhex("0x1.1a62633145c07p-54")
 
 
 # ---------------------------------------------------------------------------------------
@@ -493,36 +594,86 @@ def _logistic(x, consts):
 
 
 @njit(inline="always")
-def _reduce_half_pi(x):
-    """(r, lo, q) with x = q pi/2 + r + lo, |r| <= pi/4 (plus rounding), x a float64.
+def _two_sum(a, b):
+    """a + b as the rounded sum and its rounding error, exactly (Knuth's TwoSum)."""
+    total = a + b
+    b_part = total - a
+    return total, (a - (total - b_part)) + (b - b_part)
 
-    Float32 inputs come here too. That costs about half of float32 sin's time, but a
-    float32 Cody-Waite reduction without FMA runs out of bits at |x| of a few thousand.
+
+@njit(inline="always")
+def _exponent_row(x):
+    """x (scaled down if huge) and its row of a reduction table: the biased exponent."""
+    exponent = (_bits(x) >> 52) & 0x7FF
+    scaled = x * (2.0**-_SCALE_LOG2) if exponent >= _SCALE_FROM else x
+    return scaled, exponent
+
+
+@njit(inline="always")
+def _minus_nearest(v):
+    """(v - n, n) for n the integer nearest to v: both exact."""
+    n = _round_even(v)
+    return v - n, n
+
+
+@njit(inline="always")
+def _reduce_half_pi_f64(x):
+    """(r, lo, q) with x = q pi/2 + r + lo (mod 2 pi), |r| <= pi/4 (plus rounding), q an
+    int32, for any float64 x.
+
+    x times the pieces g1..g4 of its row of 2/pi (``_reduction_table``) is x 2/pi mod 4.
+    Each product is split exactly (x g = p + e by FMA) and integers leave the sum as soon
+    as they appear (each removal exact), counted in q; what is left is the fraction f of
+    x 2/pi, |f| <= 1/2, summed as a double-word, and r + lo = f pi/2.
     """
-    shifted = x * _TWO_OVER_PI + _SHIFTER_64
-    k = shifted - _SHIFTER_64
-    # k * head is exact for |k| < 2^30. The first two subtractions are exact too: the
-    # operands agree in their leading bits and the difference fits in 53 bits.
-    after_1 = x - k * _HALF_PI_1
-    after_2 = after_1 - k * _HALF_PI_2
-    product_3 = k * _HALF_PI_3
-    r = after_2 - product_3
-    # TwoSum: the rounding error of after_2 - product_3, exactly.
-    from_product = r - after_2
-    error = (after_2 - (r - from_product)) - (product_3 + from_product)
-    low = error - k * _HALF_PI_4
-    high = r + low
-    low = low - (high - r)
-    # Past |x| ~ 2^52 k is not the nearest integer and high is garbage: keep it bounded.
-    high = 0.0 if abs(high) > 1.0 else high
-    low = 0.0 if abs(low) > 1.0 else low
-    return high, low, _bits(shifted) & 3
+    x, row = _exponent_row(x)
+    g1, g2 = _TWO_OVER_PI_F64[row, 0], _TWO_OVER_PI_F64[row, 1]
+    g3, g4 = _TWO_OVER_PI_F64[row, 2], _TWO_OVER_PI_F64[row, 3]
+    p1 = x * g1  # |p1| < 2^55: its integer part mod 4 is what q needs of it
+    e1 = _fma(x, g1, -p1)
+    p2 = x * g2
+    e2 = _fma(x, g2, -p2)
+    p3 = x * g3
+    e3 = _fma(x, g3, -p3)
+    top = p1 - 4.0 * _round_even(0.25 * p1)  # p1 mod 4, in [-2, 2]
+    s, t1 = _two_sum(top, p2)
+    s, n1 = _minus_nearest(s)
+    s, t2 = _two_sum(s, e1)
+    s, n2 = _minus_nearest(s)
+    # The terms 2^53 smaller, and then 2^106 smaller, as a double-word.
+    m, m_low = _two_sum(e2, p3)
+    m, u = _two_sum(m, t1)
+    m_low = m_low + u
+    m, u = _two_sum(m, t2)
+    m_low = m_low + (u + (e3 + x * g4))
+    f, f_low = _two_sum(s, m)
+    f_low = f_low + m_low
+    r = f * _HALF_PI_HIGH
+    r_low = _fma(f, _HALF_PI_HIGH, -r) + (f * _HALF_PI_LOW + f_low * _HALF_PI_HIGH)
+    high = r + r_low
+    return high, r_low - (high - r), _small_float_to_int(n1 + n2)
+
+
+@njit(inline="always")
+def _reduce_half_pi_f32(x):
+    """``_reduce_half_pi_f64`` for a float32 x (given as a float64): two pieces of 2/pi
+    make f to 2^-80, and f pi/2 in one float64 is far more than float32 needs."""
+    x, row = _exponent_row(x)
+    g1, g2 = _TWO_OVER_PI_F32[row, 0], _TWO_OVER_PI_F32[row, 1]
+    p1 = x * g1  # |p1| < 2^26
+    e1 = _fma(x, g1, -p1)
+    top, n = _minus_nearest(p1)
+    f = top + (e1 + x * g2)
+    return f * _HALF_PI_HIGH, 0.0, _small_float_to_int(n)
 
 
 @njit(inline="always")
 def _sin_shifted(x, quarter_turns, consts):
     """sin(x + quarter_turns * pi/2)."""
-    r, lo, q = _reduce_half_pi(np.float64(x))
+    if consts.mantissa_bits == 52:  # a constant: LLVM keeps one branch
+        r, lo, q = _reduce_half_pi_f64(np.float64(x))
+    else:
+        r, lo, q = _reduce_half_pi_f32(np.float64(x))
     r, lo = _round_double_word(r, lo, x)
     z = r * r
     # sin(r + lo) ~ sin(r) + lo (1 - r^2/2)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.primitive import Pattern
+from ...passes.window_stores import update_window
 from . import scalar
 from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
 
@@ -154,10 +155,11 @@ class KernelWriter:
         body = kernel.jaxpr
         self.producer = {v: eqn for eqn in body.eqns for v in eqn.outputs}
         self.leaves: dict[Var, str] = {}  # body vars read from arrays: the array's name
-        self.scalars: dict[Var, Scalar] = {}  # body vars bound to literals
+        # Body vars bound to scalars: literals and the program's scalar locals.
+        self.scalars: dict[Var, Scalar] = {}
         for invar, atom in zip(body.invars, kernel.inputs, strict=True):
-            if isinstance(atom, Literal):
-                self.scalars[invar] = Scalar(program.atom(atom))
+            if program.is_scalar(atom):
+                self.scalars[invar] = Scalar(program.scalar_of(atom))
             else:
                 self.leaves[invar] = program.atom(atom)
         self.reductions = [eqn for eqn in body.eqns if eqn.prim.name in REDUCTIONS]
@@ -204,6 +206,31 @@ class KernelWriter:
             raise Unfusable(f"{eqn.prim.name} of a value computed in the kernel")
         window = ((0, 1),) * x.aval.ndim if analysis else self._window(eqn)
         return Use(self.leaves[x], x.aval.shape, mapping, window)
+
+    def output_use(self, top: Var, array: str | None = None) -> Use:
+        """Where the kernel stores its output ``top``: ``array`` when given, else straight
+        into the window of the update that takes ``top`` where the memory plan proves
+        nothing reads the old values there (``Liveness.window_stores``; the update then
+        writes nothing, ``program.windows_written``), else an array of its own."""
+        program = self.program
+        shape = top.aval.shape
+        liveness, _ = program.place
+        index = liveness.window_stores.get(top)
+        if array is not None or index is None:
+            return Use(array or program.allocate(top), shape, identity_mapping(shape))
+        window = update_window(liveness.eqns[index])
+        starts = []
+        for d, atom in enumerate(window.starts):
+            start = window.static_start(d)
+            if start is None:  # clamped once, before the kernel's loops
+                start = program.fresh("start")
+                limit = window.operand.aval.shape[d] - shape[d]
+                program.emit(f"{start} = min(max({program.scalar_of(atom)}, 0), {limit})")
+            starts.append((start, 1))
+        program.windows_written.add(top)
+        operand = window.operand
+        mapping = identity_mapping(shape)
+        return Use(program.atom(operand), operand.aval.shape, mapping, tuple(starts))
 
     def _window(self, eqn: Eqn) -> tuple:
         params, shape = eqn.params, eqn.inputs[0].aval.shape

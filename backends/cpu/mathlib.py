@@ -35,7 +35,9 @@ def _source(cache: bool) -> str:
         lines += [
             "",
             "",
-            f'@njit(error_model="numpy", no_cfunc_wrapper=True, cache={cache})',
+            # alwaysinline: LLVM's inliner would leave the larger ones (sin and cos, with
+            # their exact reduction) as calls, and a loop with a call does not vectorise.
+            f'@njit(error_model="numpy", no_cfunc_wrapper=True, cache={cache}, forceinline=True)',
             f"def {name}(x):",
             f"    return fastmath.{name}(x)",
         ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...ir.core import Eqn
+from ...ir.core import Eqn, Literal
 from . import scalar, sorting
 from .callbacks import EMITTERS as CALLBACK_EMITTERS
 from .fft import EMITTERS as FFT_EMITTERS
@@ -61,7 +61,10 @@ def _reshape(program, eqn: Eqn, inputs, out) -> list[str]:
             f"{out} = np.empty((), {_dtype(eqn.outputs[0].aval)})",
             f"{out}[()] = {inputs[0]}.reshape((1,))[0]",
         ]
-    return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)})"]
+    # A literal's array is a constant of the module, read-only: a view of it is copied,
+    # since an update may write into the view in place.
+    copy = ".copy()" if isinstance(eqn.inputs[0], Literal) else ""
+    return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)}){copy}"]
 
 
 @emitter("transpose")
@@ -140,7 +143,11 @@ def _updated(program, eqn, inputs, out) -> str:
 @emitter("dynamic_update_slice")
 def _dynamic_update_slice(program, eqn, inputs, out) -> list[str]:
     """The operand (copied unless in place), then the window written element by element
-    (a loop nest that LLVM vectorises, where Numba's slice assignment is generic)."""
+    (a loop nest that LLVM vectorises, where Numba's slice assignment is generic); or
+    nothing but the operand, when the kernel making the update stored it there itself
+    (``KernelWriter.output_use``)."""
+    if eqn.inputs[1] in program.windows_written:
+        return [f"{out} = {inputs[0]}  # in place: the update's kernel stored the window"]
     window = eqn.inputs[1].aval.shape
     lines, starts = _clamped_starts(program, eqn, eqn.inputs[2:], window)
     update = program.array_of(eqn.inputs[1])

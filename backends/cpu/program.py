@@ -10,6 +10,8 @@ naming the equation it came from; the module docstring holds the program itself.
 
 Intermediates live in the buffers of the memory plan (``passes.plan_memory``): a buffer
 is a flat array allocated where it is first needed and viewed with each value's shape.
+A value of one element is no array but a scalar local (``scalar_values``): a rank-0
+kernel output, loop carry or ``cond`` result costs no allocation.
 """
 
 from __future__ import annotations
@@ -27,7 +29,18 @@ from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
 from ...passes.memory import Liveness
 from .. import source as escape
-from . import callbacks, control, fft, intrinsics, linalg, opaque, scalar, sorting
+from . import (
+    callbacks,
+    control,
+    fft,
+    intrinsics,
+    linalg,
+    opaque,
+    parts,
+    scalar,
+    scalar_values,
+    sorting,
+)
 from .contraction import write_dot
 from .kernels import (
     REDUCTIONS,
@@ -40,7 +53,7 @@ from .kernels import (
     reduced_axes,
     split_kernel,
 )
-from .loopnest import Use, tuple_source
+from .loopnest import Scalar, Use, tuple_source
 from .reductions import ReductionWriter
 from .scalar import dtype_source
 
@@ -70,6 +83,7 @@ class GeneratedProgram:
     source: str
     parallel: bool
     kernels: list[Kernel] = field(default_factory=list)
+    parts: int = 0  # njit functions the program function calls (``parts.functions``)
 
 
 def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
@@ -117,6 +131,11 @@ class _ProgramWriter:
         # The eqn being written, as (its jaxpr's liveness, its index): what the proof
         # that a kernel may write an output over a value of its own is asked about.
         self.place: tuple[Liveness, int] | None = None
+        # Update values their loop kernel stored straight into the update's window.
+        self.windows_written: set[Var] = set()
+        # Values of one element held as arrays, not scalars (``scalar_values``): the
+        # arguments, and the arrays made for an op that reads or writes arrays.
+        self.arrays: set[Var] = set(jaxpr.constvars + jaxpr.invars)
 
     # --- the context kernels write with ------------------------------------------------------
 
@@ -149,19 +168,52 @@ class _ProgramWriter:
             return self.constant(atom.val, atom.aval.dtype)
         return self.name(atom)
 
+    def is_scalar(self, atom) -> bool:
+        """Whether ``atom`` is a scalar in the generated code (``scalar_values``): a literal,
+        or a value of one element the program computes, unless a loop kernel stored it
+        straight into an update's window."""
+        if isinstance(atom, Literal):
+            return True
+        return atom.aval.size == 1 and atom not in self.arrays and atom not in self.windows_written
+
     def scalar_of(self, atom) -> str:
+        """``atom``'s one element as an expression: a constant, a local, or ``a[()]``."""
         if isinstance(atom, Literal):
             return self.constant(atom.val, atom.aval.dtype)
-        return f"{self.name(atom)}[()]"
+        if self.is_scalar(atom):
+            return self.name(atom)
+        return f"{self.name(atom)}[{scalar_values.element_index(atom.aval)}]"
+
+    def scalar_local(self, atom) -> str:
+        """``atom``'s one element as a constant or a local name (a body input is bound to a
+        name, never to an expression): an array's element is loaded into a new local."""
+        if self.is_scalar(atom):
+            return self.scalar_of(atom)
+        name = self.fresh(f"{self.name(atom)}_element")
+        self.emit(f"{name} = {self.scalar_of(atom)}")
+        return name
 
     def array_of(self, atom) -> str:
-        """An array holding ``atom``: its name, or a new 0-d array for a literal."""
+        """An array holding ``atom``: its name, or a new array for a scalar (materialized
+        here, for what reads arrays: a program output, a callback)."""
+        if isinstance(atom, Var) and not self.is_scalar(atom):
+            return self.name(atom)
+        name = self.fresh(f"{self.name(atom)}_array" if isinstance(atom, Var) else "literal")
+        self.emit(*scalar_values.materialize(name, self.scalar_of(atom), atom.aval))
+        return name
+
+    def constant_array(self, atom) -> str:
+        """An array holding ``atom``, for an op that reads every operand as an array (an
+        opaque op, a contraction): its name, or for a literal a 0-d array constant of the
+        module, which costs nothing at run time (compiled code holds it read-only)."""
         if isinstance(atom, Var):
             return self.name(atom)
-        name = self.fresh("literal")
-        self.emit(f"{name} = np.empty((), {dtype_source(atom.aval.dtype)})")
-        self.emit(f"{name}[()] = {self.atom(atom)}")
-        return name
+        dtype = atom.aval.dtype
+        value = scalar.literal_source(atom.val, dtype)
+        source = f"np.full((), {value}, {dtype_source(dtype)})"
+        if (dtype, source) not in self.constants:
+            self.constants[(dtype, source)] = f"_k{len(self.constants)}"
+        return self.constants[(dtype, source)]
 
     def new_array(self, name: str, shape, dtype) -> list[str]:
         """Lines binding ``name`` to a new uninitialised array (huge pages when large)."""
@@ -184,8 +236,11 @@ class _ProgramWriter:
         return escape.comment(text + (f"  ({eqn.source_info})" if eqn.source_info else ""))
 
     def allocate(self, var: Var) -> str:
-        """Bind ``var``'s name to an array of its type: a view of its planned buffer."""
+        """Bind ``var``'s name to an array of its type: a view of its planned buffer. A
+        value of one element allocated so is held as an array from here on."""
         name, aval = self.name(var), var.aval
+        if aval.size == 1:
+            self.arrays.add(var)
         buffer = self.buffer_of.get(var)
         if buffer is None:
             self.emit(*self.new_array(name, aval.shape, aval.dtype))
@@ -213,23 +268,29 @@ class _ProgramWriter:
         for eqn in jaxpr.eqns:  # the printer's order: the docstring's names are the code's
             for var in eqn.outputs:
                 self.name(var)
-        self.write_eqns(jaxpr)
+        spans = parts.write_spans(self, jaxpr, Liveness(jaxpr))
         results = [self.array_of(atom) for atom in jaxpr.outvars]
         self.emit(f"return {tuple_source(results)}")
         fn = function_name(self.name_text)
-        return GeneratedProgram(fn, self._module(fn, arguments), self.parallel, self.kernels)
+        functions = parts.functions(self, fn, arguments, spans)
+        module = self._module(functions)
+        return GeneratedProgram(fn, module, self.parallel, self.kernels, len(functions) - 1)
 
     def write_eqns(self, jaxpr: Jaxpr, liveness: Liveness | None = None) -> None:
         """Write ``jaxpr``'s eqns; ``liveness`` (a loop body's, with the carries the loop
         owns) decides which updates write in place, by default those of ``jaxpr`` alone."""
         liveness = liveness or Liveness(jaxpr)
         for index, eqn in enumerate(jaxpr.eqns):
-            self.place = (liveness, index)
-            writer = control.WRITERS.get(eqn.prim.name)
-            if writer is not None:
-                writer(self, eqn)
-            else:
-                self._kernel(as_kernel(eqn))
+            self.write_eqn(liveness, index, eqn)
+
+    def write_eqn(self, liveness: Liveness, index: int, eqn: Eqn) -> None:
+        """Write ``eqn``, the ``index``-th of the jaxpr that ``liveness`` describes."""
+        self.place = (liveness, index)
+        writer = control.WRITERS.get(eqn.prim.name)
+        if writer is not None:
+            writer(self, eqn)
+        else:
+            self._kernel(as_kernel(eqn))
 
     def in_place(self, output: Var) -> bool:
         """Whether the update writing ``output`` writes into its operand's memory (the
@@ -239,7 +300,8 @@ class _ProgramWriter:
 
     def _kernel(self, kernel: Kernel) -> None:
         start = len(self.lines)
-        was_parallel, buffers = self.parallel, dict(self.buffers)
+        was_parallel, buffers, stored = self.parallel, dict(self.buffers), set(self.windows_written)
+        arrays = set(self.arrays)
         self._name_body(kernel)
         kind = _kind(kernel)
         outputs = ", ".join(f"{self.name(v)}:{v.aval.str_short()}" for v in kernel.outputs)
@@ -253,7 +315,8 @@ class _ProgramWriter:
                     f"the cpu backend cannot compile {kernel.name}: {reason}"
                 ) from reason
             del self.lines[start:]
-            self.parallel, self.buffers = was_parallel, buffers
+            self.parallel, self.buffers, self.windows_written = was_parallel, buffers, stored
+            self.arrays = arrays
             for part in split_kernel(kernel):
                 self._kernel(part)
             return
@@ -282,9 +345,52 @@ class _ProgramWriter:
             inputs=[_read(env, a) for a in eqn.inputs],
             outputs=[_read(env, v) for v in eqn.outputs],
         )
-        inputs = [self.atom(a) for a in top.inputs]
-        out = self.name(top.outputs[0]) if top.outputs else None  # a callback may return none
-        self.emit(*opaque.EMITTERS[eqn.prim.name](self, top, inputs, out))
+        form = scalar_values.FORMS.get(eqn.prim.name)
+        lines = form(self, top) if form is not None else None
+        if lines is None:
+            top, read_back = self._over_arrays(top)
+            inputs = [self.constant_array(a) for a in top.inputs]
+            out = self.name(top.outputs[0]) if top.outputs else None  # a callback may return none
+            lines = opaque.EMITTERS[eqn.prim.name](self, top, inputs, out) + read_back
+        self.emit(*lines)
+
+    def _over_arrays(self, eqn: Eqn) -> tuple[Eqn, list[str]]:
+        """``eqn`` for an emitter that reads and writes arrays: each operand held as a
+        scalar materialized here (but those the emitter reads with ``scalar_of``), each
+        result of one element written into a new array, then read back by the lines
+        returned."""
+        scalars_from = scalar_values.SCALAR_OPERANDS.get(eqn.prim.name, len(eqn.inputs))
+        inputs = []
+        for k, atom in enumerate(eqn.inputs):
+            if isinstance(atom, Var) and k < scalars_from and self.is_scalar(atom):
+                atom = self._array_var(atom.aval, self.array_of(atom))
+            inputs.append(atom)
+        outputs, read_back = [], []
+        for var in eqn.outputs:
+            if self.is_scalar(var):
+                array = self._array_var(var.aval, self.fresh(f"{self.name(var)}_array"))
+                read_back.append(f"{self.name(var)} = {self.scalar_of(array)}")
+                var = array
+            outputs.append(var)
+        return eqn.replace(inputs=inputs, outputs=outputs), read_back
+
+    def _array_var(self, aval, name: str) -> Var:
+        """A new value held in the array ``name``, for an emitter that wants arrays."""
+        var = Var(aval)
+        self.names[var] = name
+        self.arrays.add(var)
+        return var
+
+    def _scalar_output(self, top: Var) -> bool:
+        """Whether a kernel binds its output ``top`` to a scalar local (one element, not
+        stored straight into an update's window, ``Liveness.window_stores``)."""
+        liveness, _ = self.place
+        return self.is_scalar(top) and top not in liveness.window_stores
+
+    def _bind_scalars(self, writer: KernelWriter, outputs) -> None:
+        """Each output held as a scalar bound to its value, after the kernel's loops."""
+        for var, use in outputs:
+            writer.builder.write(f"{use.array} = {writer.value(var, use.dims).name}")
 
     def _elementwise(self, kernel: Kernel, writer: KernelWriter | None = None, reuse=None):
         shapes = {v.aval.shape for v in kernel.outputs}
@@ -292,11 +398,19 @@ class _ProgramWriter:
             raise Unfusable("outputs of different shapes in an elementwise kernel")
         writer = writer or KernelWriter(self, kernel)
         reuse = reuse or {}
+        shape = kernel.outputs[0].aval.shape
+        if all(self._scalar_output(top) for top in kernel.outputs):  # one element each
+            outputs = [
+                (var, Use(self.name(top), shape, identity_mapping(shape)))
+                for top, var in zip(kernel.outputs, kernel.jaxpr.outvars, strict=True)
+            ]
+            writer.plan(shape, outputs=outputs)
+            self._bind_scalars(writer, outputs)
+            self.emit(*writer.builder.render(""))
+            return
         outputs = []
         for top, var in zip(kernel.outputs, kernel.jaxpr.outvars, strict=True):
-            name = reuse[top] if top in reuse else self.allocate(top)
-            outputs.append((var, Use(name, top.aval.shape, identity_mapping(top.aval.shape))))
-        shape = kernel.outputs[0].aval.shape
+            outputs.append((var, writer.output_use(top, reuse.get(top))))
         groups = writer.plan(shape, outputs=outputs)
         large = work(kernel, shape) >= self.parallel_work
         parallel = large and bool(groups) and groups[0].extent >= 2
@@ -309,57 +423,77 @@ class _ProgramWriter:
         first = writer.reductions[0]
         shape = first.inputs[0].aval.shape
         reduced = frozenset(reduced_axes(first))
-        r_outputs, s_outputs = [], []
+        r_outputs, s_outputs, scalars = [], [], []  # scalars: bound after the loops
         for top, var in zip(kernel.outputs, kernel.jaxpr.outvars, strict=True):
+            scalar_output = self._scalar_output(top)
             if top.aval.shape == shape:
-                s_outputs.append((var, Use(self.allocate(top), shape, identity_mapping(shape))))
-                continue
-            dims = kept_mapping(top.aval.shape, shape, reduced)
+                dims, outputs = identity_mapping(shape), s_outputs
+            else:
+                dims, outputs = kept_mapping(top.aval.shape, shape, reduced), r_outputs
             if dims is None:
                 raise Unfusable(f"output {top.aval.str_short()} of a reduction over {shape}")
-            r_outputs.append((var, Use(self.allocate(top), top.aval.shape, dims)))
-        writer.plan(shape, reduced, outputs=r_outputs + s_outputs)
+            name = self.name(top) if scalar_output else self.allocate(top)
+            (scalars if scalar_output else outputs).append((var, Use(name, top.aval.shape, dims)))
+        writer.plan(shape, reduced, outputs=r_outputs + s_outputs + scalars)
         self.parallel |= writer.write(
             r_outputs, s_outputs, work(kernel, shape) >= self.parallel_work
         )
+        self._bind_scalars(writer, scalars)
         self.emit(*writer.builder.render(""))
 
     def _contraction(self, kernel: Kernel) -> None:
         body = kernel.jaxpr
         dots = [eqn for eqn in body.eqns if eqn.prim.name == "dot_general"]
         leaves = dict(zip(body.invars, kernel.inputs, strict=True))
-        if len(dots) != 1 or not all(x in leaves for x in dots[0].inputs):
+        if len(dots) != 1 or not all(x in leaves or isinstance(x, Literal) for x in dots[0].inputs):
             raise Unfusable("a contraction kernel holds one dot_general of kernel inputs")
         (dot,) = dots
         product = dot.outputs[0]
-        lhs, rhs = (leaves[x] for x in dot.inputs)
+        lhs, rhs = (leaves.get(x, x) for x in dot.inputs)  # a literal: a scalar factor
         direct = [
             top for top, var in zip(kernel.outputs, body.outvars, strict=True) if var is product
         ]
-        target = self.name(direct[0]) if direct else self.fresh(f"{self.name(product)}_dot")
-        operands = (self.name(lhs), lhs.aval, self.name(rhs), rhs.aval)
-        self.emit(*write_dot(self, *operands, target, product.aval, dot.params))
+        one_element = product.aval.size == 1  # a dot product: read back as a scalar
+        if direct and not one_element:
+            array = self.name(direct[0])
+        else:
+            array = self.fresh(f"{self.name(product)}_dot")
+        operands = (self._dot_operand(lhs), lhs.aval, self._dot_operand(rhs), rhs.aval)
+        self.emit(*write_dot(self, *operands, array, product.aval, dot.params))
+        target = array
+        if one_element:
+            target = self.name(direct[0]) if direct else self.fresh(self.name(product))
+            self.emit(f"{target} = {array}[{scalar_values.element_index(product.aval)}]")
         self.emit(*(f"{self.name(top)} = {target}" for top in direct[1:]))
         epilogue = _epilogue(kernel, product)
         if not epilogue.outputs:
             return
         writer = KernelWriter(self, epilogue)
-        writer.leaves[product] = target
+        if one_element:
+            writer.scalars[product] = Scalar(target)
+        else:
+            writer.leaves[product] = target
         reuse = {}
         liveness, index = self.place
         over_product = [
             top
             for top in epilogue.outputs
-            if liveness.overwrite_refusal(index, top, product) is None
+            if not one_element and liveness.overwrite_refusal(index, top, product) is None
         ]
         if over_product:  # one output of the epilogue takes the product's array
             reuse[over_product[0]] = self.name(over_product[0])
             self.emit(f"{self.name(over_product[0])} = {target}")
         self._elementwise(epilogue, writer, reuse)
 
+    def _dot_operand(self, atom) -> str:
+        """An operand of ``dot_general`` as an array (BLAS reads arrays)."""
+        return self.array_of(atom) if isinstance(atom, Var) else self.constant_array(atom)
+
     # --- the module ----------------------------------------------------------------------------
 
-    def _module(self, fn: str, arguments: list[str]) -> str:
+    def _module(self, functions: list[parts.Function]) -> str:
+        """The module: docstring, imports, constants, helpers, then ``functions`` (the
+        program function last, the parts it calls before it)."""
         docstring = "\n".join(
             [
                 f"numbax cpu backend: the compiled program of {self.name_text!r}.",
@@ -385,10 +519,11 @@ class _ProgramWriter:
         lines.append(f"SIGNATURE = {tuple_source([numba_type(a) for a in avals])}")
         for function in self.functions:
             lines += ["", "", *function]
-        options = f'parallel={self.parallel}, error_model="numpy", no_cfunc_wrapper=True'
-        lines += ["", "", f"@njit({options})"]
-        lines.append(f"def {fn}({', '.join(arguments)}):")
-        lines += ["    " + line if line else "" for line in self.lines]
+        for function in functions:
+            options = f'parallel={function.parallel}, error_model="numpy", no_cfunc_wrapper=True'
+            lines += ["", "", f"@njit({options})"]
+            lines.append(f"def {function.name}({', '.join(function.arguments)}):")
+            lines += ["    " + line if line else "" for line in function.lines]
         return "\n".join(lines) + "\n"
 
 
@@ -433,7 +568,8 @@ def _safe_buffers(jaxpr: Jaxpr, plan) -> dict[Var, int]:
         )
         if eqn.prim.name in control.WRITERS or eqn.prim.name in _VIEWS or prims & set(_VIEWS):
             aliased.update(a for a in eqn.inputs if isinstance(a, Var))
-    return {v: b for v, b in plan.buffer_of.items() if v not in aliased and v.aval.shape}
+    # A value of one element is a scalar local (``scalar_values``): it has no buffer.
+    return {v: b for v, b in plan.buffer_of.items() if v not in aliased and v.aval.size != 1}
 
 
 def _shown(value) -> bool:

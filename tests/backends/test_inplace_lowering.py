@@ -172,6 +172,69 @@ def while_fill(x):
     return numbax.while_loop(cond, body, (0, x * 1.0))[1]
 
 
+def refused_window_stores(x, w):
+    """Updates whose loop kernel may not store into the destination's window, each for
+    its own reason: the destination read again before the update, made after the
+    kernel, read after the update, and the caller's."""
+    y = np.tanh(x)
+    v = np.sin(w) * 2.0
+    read_before = np.concatenate([y, np.cos(w)])  # after v's kernel, before the update
+    stored = y.at[1:3].set(v)
+    late = np.sin(w) * 3.0  # one kernel with the cos the destination is made from
+    made_after = np.concatenate([np.cos(w), x[2:]]).at[0:2].set(late)
+    live = x * 5.0
+    read_after = live.at[2:4].set(np.cos(w) + 1.0) + live
+    return stored, read_before, made_after, read_after, x.at[3:5].set(np.sin(w) - 1.0)
+
+
+def window_stores_in_a_loop(a, e, h, x):
+    """Three carries of one loop. ``a``'s stencil reads ``a`` at other points than it
+    writes (Gauss-Seidel-like: new values would be read back): through a temporary.
+    ``e``'s updates read ``e`` only at the points they write (FDTD's field update, then a
+    row through unit reshapes), and ``out``'s row is stored at a traced start, clamped
+    where it runs past the last row: all three stored straight into the carry."""
+    n = x.shape[0]
+
+    def body(i, carries):
+        a, e, out = carries
+        a = a.at[1:-1].set(0.5 * (a[:-2] + a[2:]))
+        e = e.at[1:].set(e[1:] - 0.5 * (h[1:] - h[:-1]))
+        e = e.at[0].set(e[0] * 0.5 + h[0])
+        out = out.at[i].set(0.5 * (x[i % n, :-2] + x[i % n, 2:]))
+        return a, e, out
+
+    initial = (a * 1.0, e * 1.0, np.zeros((n, x.shape[1] - 2)))
+    return numbax.fori_loop(0, n + 2, body, initial)
+
+
+def offset_stencil_windows() -> list[tuple]:
+    """Per case: the update's window (start, width) and the offsets of the two windows of
+    the destination its value reads. Half read the destination only where they write."""
+    choices = np.random.default_rng(11)
+    cases = []
+    for k in range(12):
+        width = int(choices.integers(1, 6))
+        start = int(choices.integers(0, 9 - width))
+        offsets = (start, start) if k % 2 else tuple(choices.integers(0, 9 - width, 2))
+        cases.append((start, width, tuple(int(o) for o in offsets)))
+    return cases
+
+
+OFFSET_STENCIL_WINDOWS = offset_stencil_windows()
+
+
+def offset_stencils(x, y):
+    """Each case updates a destination of its own that dies there, with a stencil of the
+    destination at the case's offsets and of ``y``."""
+    results = []
+    for k, (start, width, (first, second)) in enumerate(OFFSET_STENCIL_WINDOWS):
+        destination = np.tanh(x + k)
+        value = destination[first : first + width] * 0.5 + destination[second : second + width]
+        value = value + y[start : start + width]
+        results.append(destination.at[start : start + width].set(value))
+    return results
+
+
 def x5():
     return rng.standard_normal(5)
 
@@ -193,6 +256,12 @@ CASES = {
     "histogram": (histogram, lambda: (rng.random(7), rng.integers(0, 4, 7))),
     "scan_rows": (scan_rows, lambda: (rng.standard_normal((4, 3)),)),
     "while_fill": (while_fill, lambda: (x5(),)),
+    "refused_window_stores": (refused_window_stores, lambda: (rng.random(5), rng.random(2))),
+    "offset_stencils": (offset_stencils, lambda: (rng.random(8), rng.random(8))),
+    "window_stores_in_a_loop": (
+        window_stores_in_a_loop,
+        lambda: (rng.random(6), rng.random((4, 5)), rng.random((4, 5)), rng.random((3, 6))),
+    ),
 }
 
 
@@ -364,6 +433,94 @@ def test_the_benchmark_stencil_has_no_copy_inside_its_loop():
     body = loop_body(source)
     assert body.count("in place") == 2
     assert not re.search(r"= \w+\.copy\(\)$", body, flags=re.M)
+
+
+def numpy_refused_window_stores(x, w):
+    y = np.tanh(x)
+    read_before = np.concatenate([y, np.cos(w)])
+    y[1:3] = np.sin(w) * 2.0
+    made_after = np.concatenate([np.cos(w), x[2:]])
+    made_after[0:2] = np.sin(w) * 3.0
+    live = x * 5.0
+    updated = live.copy()
+    updated[2:4] = np.cos(w) + 1.0
+    argument = x.copy()
+    argument[3:5] = np.sin(w) - 1.0
+    return y, read_before, made_after, updated + live, argument
+
+
+def numpy_window_stores_in_a_loop(a, e, h, x):
+    n = x.shape[0]
+    a, e, out = a.copy(), e.copy(), np.zeros((n, x.shape[1] - 2))
+    for i in range(n + 2):
+        a[1:-1] = 0.5 * (a[:-2] + a[2:])  # NumPy reads the whole right side first
+        e[1:] = e[1:] - 0.5 * (h[1:] - h[:-1])
+        e[0] = e[0] * 0.5 + h[0]
+        if i < n:  # a traced index past the end drops the update, as JAX's
+            out[i] = 0.5 * (x[i % n, :-2] + x[i % n, 2:])
+    return a, e, out
+
+
+@pytest.mark.parametrize(
+    "name, numpy_fn",
+    [
+        ("refused_window_stores", numpy_refused_window_stores),
+        ("window_stores_in_a_loop", numpy_window_stores_in_a_loop),
+    ],
+)
+def test_window_stores_match_numpy(name, numpy_fn, backend):
+    fn, make = CASES[name]
+    args = make()
+    want = numpy_fn(*[np.array(a, copy=True) for a in args])
+    assert_same(backend.to_host(numbax.jit(fn, backend=backend)(*args)), want)
+
+
+# Marks an update whose value its loop kernel stored straight into the operand's window.
+STORED = "in place: the update's kernel stored the window"
+
+
+def window_copies(source: str) -> int:
+    """How many updates copy a value of their own into the operand's window."""
+    copy = r"^\s*\w+\[start_\d+ \+ w_\d+[^\]]*\] = \w+\[w_\d+"
+    return len(re.findall(copy, source, flags=re.M))
+
+
+@pytest.mark.parametrize("name", ["jacobi_swap", "jacobi_inplace"])
+def test_a_stencil_sweep_stores_straight_into_its_carrys_window(name):
+    fn, make = CASES[name]
+    source = cpu_source(fn, *make())
+    body = loop_body(source)
+    sweeps = 1 if name == "jacobi_swap" else 2
+    assert body.count(STORED) == sweeps, body
+    assert "np.empty" not in body and window_copies(body) == 0, body
+    # The stencil's loop writes the carry at the interior point it computes.
+    stores = re.findall(r"^\s+(carry_\d+)\[1 \+ i0, 1 \+ i1\] = \w+$", body, flags=re.M)
+    assert len(stores) == len(set(stores)) == sweeps, body
+
+
+def test_an_update_whose_destination_may_be_read_keeps_its_temporary():
+    source = cpu_source(refused_window_stores, rng.random(5), rng.random(2))
+    assert STORED not in source
+    assert window_copies(source) == 4, source
+
+
+def test_only_kernels_reading_the_destination_where_they_write_store_into_it():
+    source = cpu_source(offset_stencils, rng.random(8), rng.random(8))
+    pointwise = [o == (s, s) for s, _, o in OFFSET_STENCIL_WINDOWS]
+    # Every destination dies at its update: the others write their value in place.
+    assert source.count(STORED) == sum(pointwise), source
+    assert source.count("in place: the operand dies here") == pointwise.count(False), source
+
+
+def test_a_loop_stores_the_windows_its_kernels_may_and_copies_the_other():
+    fn, make = CASES["window_stores_in_a_loop"]
+    body = loop_body(cpu_source(fn, *make()))
+    assert body.count(STORED) == 3 and window_copies(body) == 1, body
+    # The FDTD-like update and the row read and store ``e`` (carry 2) at one point; the
+    # traced start of ``out``'s row (carry 3) is clamped before its loop.
+    assert re.search(r"^\s+carry_2\[1 \+ i0, i1\] = \w+$", body, flags=re.M), body
+    assert re.search(r"^\s+\w+\[0, i0\] = \w+$", body, flags=re.M), body
+    assert re.search(r"^\s+carry_3\[start_\d+, i0\] = \w+$", body, flags=re.M), body
 
 
 # --- what the CUDA program does (under the simulator) ---------------------------------

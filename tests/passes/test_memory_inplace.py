@@ -216,3 +216,85 @@ def test_a_view_of_an_update_in_place_keeps_the_buffer_until_it_is_read():
         strict=True,
     ):
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+# --- window stores ------------------------------------------------------------------------
+
+
+def window_store_refusals(fn, *args) -> list[str | None]:
+    """Per update of ``fn`` (the program's, then each loop body's), why its loop kernel
+    may not store the update straight into the operand's window."""
+    fused, _ = optimize(fn, *args)
+    liveness = Liveness(fused)
+    programs = [liveness, *(loop.body for loop in liveness.loops.values())]
+    return [p.window_store_refusal(k) for p in programs for k in updates(p)]
+
+
+def in_a_loop(update):
+    """``update(a, b)`` as the body of a loop over carries ``(a, b)`` it owns."""
+    body = lambda i, grids: (update(*grids), grids[1])  # noqa: E731
+    return lambda a, b: numbax.fori_loop(0, 3, body, (np.tanh(a), np.tanh(b)))
+
+
+@pytest.mark.parametrize(
+    "update, reason",
+    [
+        (lambda a, b: a.at[1:-1].set(b[2:] + b[:-2]), None),  # Jacobi's double buffer
+        (lambda a, b: a.at[1:].set(a[1:] * 2.0 + b[1:]), None),  # read where written
+        (lambda a, b: a.at[1:-1].set(a[2:] + a[:-2]), "another window than it writes"),
+        (lambda a, b: a.at[1:].set(a[:-1] * 2.0), "another window than it writes"),
+        (lambda a, b: a.at[1:3].set(b[1:3] * a[1:2]), "another window than it writes"),
+        (lambda a, b: a.at[1].set(a[1] * 2.0 + b[1]), None),  # a row, through unit moves
+    ],
+)
+def test_a_kernel_stores_into_a_window_unless_it_reads_other_points_of_it(update, reason):
+    (refusal,) = window_store_refusals(in_a_loop(update), rng.random(6), rng.random(6))
+    assert refusal == reason if reason is None else reason in refusal, refusal
+
+
+def dies_at_the_update(x, w):
+    y = np.tanh(x)
+    return y.at[1:3].set(np.sin(w) * 2.0)
+
+
+def read_before_the_update(x, w):
+    y = np.tanh(x)
+    v = np.sin(w) * 2.0
+    read = np.concatenate([y, np.cos(w)])  # after v's kernel, which makes the cos
+    return y.at[1:3].set(v), read
+
+
+def made_after_the_kernel(x, w):
+    destination = np.concatenate([np.cos(w), x[2:]])  # after the kernel making sin and cos
+    return destination.at[0:2].set(np.sin(w) * 3.0)
+
+
+def update_returned(x, w):
+    v = np.sin(w) * 2.0
+    return np.tanh(x).at[1:3].set(v), v
+
+
+@pytest.mark.parametrize(
+    "fn, reason",
+    [
+        (dies_at_the_update, None),
+        (read_before_the_update, "reads the operand's memory before the update"),
+        (made_after_the_kernel, "the operand is made after the kernel begins"),
+        (update_returned, "is a result of the program"),
+        (read_later, "does not write in place"),
+        (of_an_input, "does not write in place: the operand is the caller's"),
+    ],
+)
+def test_a_straight_line_update_is_stored_by_its_kernel_unless_refused(fn, reason):
+    args = (rng.random(5), rng.random(2))[: 1 if fn in (read_later, of_an_input) else 2]
+    (refusal,) = window_store_refusals(fn, *args)
+    assert refusal == reason if reason is None else reason in refusal, refusal
+
+
+def test_the_plan_records_the_values_stored_into_windows():
+    fused, _ = optimize(dies_at_the_update, rng.random(5), rng.random(2))
+    plan = plan_memory(fused)
+    ((value, output),) = plan.window_stores.items()
+    (update,) = [e for e in fused.eqns if output in e.outputs]
+    assert value in update.inputs and output in plan.in_place
+    assert "1 stored into their windows by their kernels" in str(plan)

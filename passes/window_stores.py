@@ -1,0 +1,177 @@
+"""Window stores: a loop kernel stores its result straight into the window of the
+update that takes it, so neither a temporary nor the update's copy remains.
+
+``y = dynamic_update_slice(x, v, *starts)`` written in place (``Liveness.in_place``)
+still copies ``v``, which a loop kernel made in an array of its own, into ``x``'s
+window: a stencil sweep ``x.at[1:-1, 1:-1].set(f(src))`` writes a temporary as large as
+the grid and reads it back, and a loop allocates that temporary on every iteration.
+Where ``store_refusal`` finds no reason against it, the kernel stores each element of
+``v`` at ``x[start + i]`` instead, and the update only hands ``x``'s memory on to ``y``.
+
+The proof is about memory: from the kernel on, ``x``'s window holds new values, so
+nothing may read the old ones there after the kernel's store. The update's in-place
+proof covers what comes after the update; between the kernel and the update nothing
+may read ``x``'s memory; and the kernel itself may read ``x`` only through the window
+it writes and only pointwise on the way to ``v``: each element is then read before the
+kernel overwrites it and never after, in whatever order its loops visit the points. A
+Gauss-Seidel-like read of ``x`` at other points (``x[1:-1] = f(x[:-2], x[2:])``) is
+refused, so it reads the old values from ``x`` and writes them through the temporary.
+
+The fused program does not change: the decision is an analysis the memory plan makes
+(``Liveness.window_stores``) and a backend may act on (the CPU backend does; one that
+does not writes the temporary and the copy, which are still correct).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..ir.core import Atom, Eqn, Jaxpr, Literal, Var
+from ..ir.primitive import Pattern
+
+if TYPE_CHECKING:
+    from .memory import Liveness
+
+WINDOWS = ("slice", "dynamic_slice")
+# Ops that move no element when their result has the same dims but for 1s: they keep
+# the iteration point (broadcast_dimensions are increasing).
+UNIT_MOVES = ("reshape", "squeeze", "expand_dims", "broadcast_in_dim")
+
+
+@dataclass(frozen=True)
+class UpdateWindow:
+    """A ``dynamic_update_slice``'s operands, as atoms of the program it is an eqn of."""
+
+    operand: Atom
+    update: Atom
+    starts: tuple[Atom, ...]
+
+    def static_start(self, dim: int) -> int | None:
+        """Start ``dim`` clamped so the window fits (the IR's rule), when it is a literal."""
+        start = self.starts[dim]
+        if not isinstance(start, Literal):
+            return None
+        size, n = self.operand.aval.shape[dim], self.update.aval.shape[dim]
+        return min(max(int(start.val), 0), size - n)
+
+
+def update_window(eqn: Eqn) -> UpdateWindow | None:
+    """The window a ``dynamic_update_slice`` eqn (alone, or as a kernel of that one op)
+    writes, or None for any other eqn."""
+    if eqn.prim.name == "dynamic_update_slice":
+        return UpdateWindow(eqn.inputs[0], eqn.inputs[1], tuple(eqn.inputs[2:]))
+    if eqn.prim.name != "kernel" or len(eqn.params["jaxpr"].eqns) != 1:
+        return None
+    body = eqn.params["jaxpr"]
+    (inner,) = body.eqns
+    if inner.prim.name != "dynamic_update_slice" or body.outvars != inner.outputs:
+        return None
+    top = dict(zip(body.invars, eqn.inputs, strict=True))
+    atoms = [top.get(a, a) if isinstance(a, Var) else a for a in inner.inputs]
+    return UpdateWindow(atoms[0], atoms[1], tuple(atoms[2:]))
+
+
+def store_refusal(liveness: Liveness, index: int) -> str | None:
+    """Why the loop kernel that makes update eqn ``index``'s update may not store it
+    straight into the operand's window; None when it may. Asked once the update is
+    proven in place, while ``liveness`` knows the values made before it."""
+    window = update_window(liveness.eqns[index])
+    if window is None:
+        return "the update is not a dynamic_update_slice"
+    update = window.update
+    if not window.starts:
+        return "a rank-0 update replaces the whole value"
+    if not isinstance(update, Var) or update not in liveness.made_at:
+        return "the update is not computed by the program"
+    made = liveness.made_at[update]
+    kernel = liveness.eqns[made]
+    if kernel.prim.name != "kernel" or kernel.params["kind"] != "elementwise":
+        return "the update is not made by an elementwise loop kernel"
+    if update in liveness.callers or liveness.last_read.get(update) != index:
+        return "the update is read after the update eqn, or is a result of the program"
+    if any(a is update for a in window.starts):
+        return "the update is also a start of the window"
+    if liveness.made_at.get(window.operand, -1) >= made:
+        return "the operand is made after the kernel begins"
+    for start in window.starts:
+        if isinstance(start, Var) and liveness.made_at.get(start, -1) >= made:
+            return "a start of the window is computed after the kernel begins"
+    memory = set(liveness.sharing(window.operand))
+    for between in range(made + 1, index):
+        for atom in liveness.eqns[between].inputs:
+            if atom is update:
+                return f"eqn {between} reads the update besides the update eqn"
+            if isinstance(atom, Var) and atom in memory:
+                return f"eqn {between} reads the operand's memory before the update"
+    return _kernel_refusal(kernel, update, window, memory)
+
+
+def _kernel_refusal(kernel: Eqn, update: Var, window: UpdateWindow, memory: set) -> str | None:
+    """Why ``kernel`` may not store ``update`` into ``window`` given what it reads of
+    ``memory``, the memory the window is in."""
+    body: Jaxpr = kernel.params["jaxpr"]
+    result = body.outvars[kernel.outputs.index(update)]
+    top = dict(zip(body.invars, kernel.inputs, strict=True))
+    for invar, atom in top.items():
+        if atom not in memory:
+            continue
+        if atom is not window.operand:
+            return "the kernel reads a value sharing the operand's memory"
+        refusal = _pointwise_refusal(body, invar, result, window, top)
+        if refusal is not None:
+            return refusal
+    return None
+
+
+def _pointwise_refusal(body: Jaxpr, operand: Var, result: Var, window, top) -> str | None:
+    """Why ``body`` may read its input ``operand`` (the destination) at other points than
+    the ones it stores ``result`` at: through anything but the window it writes, or
+    through it into anything but elementwise ops and unit moves on the way to ``result``,
+    over its points."""
+    reached: set = set()
+    for eqn in body.eqns:
+        if any(a is operand for a in eqn.inputs):
+            if eqn.prim.name not in WINDOWS or eqn.inputs[0] is not operand:
+                return f"the kernel reads the operand through {eqn.prim.name}, not a window"
+            if not _same_window(eqn, window, top):
+                return "the kernel reads the operand through another window than it writes"
+            reached.add(eqn.outputs[0])
+        elif any(isinstance(a, Var) and a in reached for a in eqn.inputs):
+            # A reshape or broadcast that only adds or drops unit dims keeps each element
+            # where it was: ``y.at[i].set(y[i] * 2)`` reads row ``i`` through one.
+            pointwise = (
+                eqn.prim.pattern is Pattern.ELEMENTWISE or eqn.prim.name in UNIT_MOVES
+            ) and all(_live(v.aval.shape) == _live(result.aval.shape) for v in eqn.outputs)
+            if not pointwise:
+                return f"{eqn.prim.name} reads the operand at other points than the one written"
+            reached.update(eqn.outputs)
+    if any(v in reached and v is not result for v in body.outvars):
+        return "another output of the kernel reads the operand"
+    return None
+
+
+def _live(shape: tuple) -> list[int]:
+    """The dims of ``shape`` that are not 1, in order: what a unit move keeps."""
+    return [n for n in shape if n != 1]
+
+
+def _same_window(eqn: Eqn, window: UpdateWindow, top: dict) -> bool:
+    """Whether window eqn ``eqn`` (of a kernel body whose inputs are ``top``'s keys) reads
+    exactly the elements ``window`` writes."""
+    if eqn.outputs[0].aval.shape != window.update.aval.shape:
+        return False
+    dims = range(len(window.starts))
+    if eqn.prim.name == "slice":
+        starts, strides = eqn.params["start_indices"], eqn.params["strides"]
+        wanted = [window.static_start(d) for d in dims]
+        return None not in wanted and list(starts) == wanted and set(strides) <= {1}
+    for d, atom in zip(dims, eqn.inputs[1:], strict=True):
+        if isinstance(atom, Literal):
+            size = eqn.inputs[0].aval.shape[d]
+            here = min(max(int(atom.val), 0), size - window.update.aval.shape[d])
+            if here != window.static_start(d):
+                return False
+        elif top.get(atom) is not window.starts[d]:
+            return False
+    return True
