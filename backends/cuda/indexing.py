@@ -29,14 +29,14 @@ def _rule(*names):
     return register
 
 
-def _parenthesize(expr: str) -> str:
+def parenthesize(expr: str) -> str:
     return expr if expr.replace("_", "").isalnum() else f"({expr})"
 
 
-def _offset(expr: str, add: int) -> str:
+def offset(expr: str, add: int) -> str:
     if add == 0:
         return expr
-    return f"{_parenthesize(expr)} + {add}" if add > 0 else f"{_parenthesize(expr)} - {-add}"
+    return f"{parenthesize(expr)} + {add}" if add > 0 else f"{parenthesize(expr)} - {-add}"
 
 
 @_rule("broadcast_in_dim")
@@ -91,8 +91,8 @@ def _slice(w, eqn, index):
     for d, start, stride in zip(
         dims, eqn.params["start_indices"], eqn.params["strides"], strict=True
     ):
-        scaled = d if stride == 1 else f"{_parenthesize(d)} * {stride}"
-        inner.append(_offset(scaled, start))
+        scaled = d if stride == 1 else f"{parenthesize(d)} * {stride}"
+        inner.append(offset(scaled, start))
     return w.value(x, Index(x.aval.shape, dims=tuple(inner)))
 
 
@@ -105,7 +105,7 @@ def _pad(w, eqn, index):
     dims = w.dims(index)
     inner, inside = [], []
     for d, (low, high), size in zip(dims, eqn.params["padding_config"], x.aval.shape, strict=True):
-        shifted = _offset(d, -low)
+        shifted = offset(d, -low)
         if low:
             inside.append(f"{d} >= {low}")
         if high:
@@ -123,15 +123,15 @@ def _pad(w, eqn, index):
 @_rule("concatenate")
 def _concatenate(w, eqn, index):
     axis = eqn.params["dimension"]
-    parts, offset = [], 0
+    parts, at = [], 0
     for x in eqn.inputs:
         if x.aval.shape[axis]:
-            parts.append((x, offset))
-        offset += x.aval.shape[axis]
+            parts.append((x, at))
+        at += x.aval.shape[axis]
     dims = w.dims(index)
 
     def part_value(x, start):
-        inner = dims[:axis] + (_offset(dims[axis], -start),) + dims[axis + 1 :]
+        inner = dims[:axis] + (offset(dims[axis], -start),) + dims[axis + 1 :]
         return w.value(x, Index(x.aval.shape, dims=inner))
 
     if len(parts) == 1:
@@ -181,7 +181,7 @@ def _dynamic_slice(w, eqn, index):
     x, *starts = eqn.inputs
     dims = w.dims(index)
     clamped = clamped_starts(w, starts, eqn.params["slice_sizes"], x.aval.shape)
-    inner = tuple(f"{s} + {_parenthesize(d)}" for s, d in zip(clamped, dims, strict=True))
+    inner = tuple(f"{s} + {parenthesize(d)}" for s, d in zip(clamped, dims, strict=True))
     return w.value(x, Index(x.aval.shape, dims=inner))
 
 
@@ -197,7 +197,7 @@ def _dynamic_update_slice(w, eqn, index):
     inside = " and ".join(
         f"{s} <= {d} < {s} + {n}" for s, d, n in zip(clamped, dims, update.aval.shape, strict=True)
     )
-    inner = tuple(f"{_parenthesize(d)} - {s}" for s, d in zip(clamped, dims, strict=True))
+    inner = tuple(f"{parenthesize(d)} - {s}" for s, d in zip(clamped, dims, strict=True))
     result = w.temp("upd")
     with w.block(f"if {inside}:"):
         w.line(f"{result} = {w.value(update, Index(update.aval.shape, dims=inner))}")

@@ -4,7 +4,7 @@ A call moves NumPy arguments to the device (device arrays are used where they ar
 then launches the kernels in order on one stream. Control flow runs on the host
 (``control``): it reads a branch index or a loop condition back, and launches the
 chosen body's kernels, once per iteration. Intermediates live in the buffers of
-the memory plan (``passes.plan_memory``: a buffer is reused once every reader of its
+the memory plan (``program.plan_block``: a buffer is reused once every reader of its
 previous value has run, as ``passes.memory.Liveness.overwrite_refusal`` proves; no
 kernel writes over one of its own operands); they are allocated on the first call and
 kept, like the kernels' scratch space and the program's constants. Outputs get fresh
@@ -12,6 +12,8 @@ device arrays on every call, so a result stays valid however often the function 
 again. Results are Numba device arrays: they implement ``__cuda_array_interface__``
 (CuPy, PyTorch and the next numbax call take them without a copy) and ``np.asarray``
 copies them to the host. Nothing waits for the GPU: reading a result on the host does.
+An update whose value its kernel stored into the window already (``program.StoredUpdate``)
+launches nothing: its output is its operand's buffer, handed on.
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ import warnings
 import numpy as np
 
 from ...ir.core import Literal, Var
-from ...passes import plan_memory
 from . import control, cublas, device
 from .loader import program_kernels
 from .options import simulating
-from .program import Block, ControlStep, CudaProgram
+from .program import Block, ControlStep, CudaProgram, StoredUpdate
 
 _SIMULATING = threading.Lock()  # see _quiet_simulator
 
@@ -42,7 +43,7 @@ class CudaExecutable:
         self.source = program.source
         self.executions = 0
         self.kernels, self.epilogues = program_kernels(program)
-        self._plans = {id(block): _plan(block) for block in _blocks(program.block)}
+        self._plans = {id(block): block.plan for block in _blocks(program.block)}
         self._workspace = None  # planned buffers, scratch and constants, on first call
         self._launchers = None
         self._one_call = threading.Lock()
@@ -92,7 +93,13 @@ class CudaExecutable:
                 results = control.RUNNERS[step.eqn.prim.name](self, step, operands, stream)
                 env.update(zip(step.outputs, results, strict=True))
                 continue
+            if isinstance(step, StoredUpdate):  # its value's kernel stored the window
+                (var,) = step.outputs
+                env[var] = env[in_place[var]]
+                continue
             for var in step.outputs:
+                if var in step.stored:  # in its update's window, which is another array
+                    continue
                 if var in in_place:  # the update writes into its dying operand's buffer
                     env[var] = env[in_place[var]]
                 elif var in outvars and pool is not None:
@@ -129,6 +136,8 @@ class CudaExecutable:
                 arrays.append(env[step.inputs[param.position]])
             elif param.role == "out":
                 arrays.append(env[step.outputs[param.position]])
+            elif param.role == "var":
+                arrays.append(self.read(env, param.var, stream))
             else:
                 arrays.append(self._scratch[(step.number, param.name)])
         self._launchers[step.number](*arrays)
@@ -181,41 +190,3 @@ def _blocks(block: Block):
         if isinstance(step, ControlStep):
             for body in step.bodies:
                 yield from _blocks(body)
-
-
-def _plan(block: Block):
-    """(var -> buffer index, buffers, update output -> operand written in place): the
-    pass's plan, or one buffer per intermediate should the plan ever share a buffer
-    between types.
-
-    Values that flow into or out of control flow are left out (each gets an array of its
-    own): a branch or loop may return its operand as it is, so its result would share
-    the operand's buffer, which the plan hands on after the operand's last reader. For
-    the same reason an update whose operand is in a planned buffer writes in place only
-    when its output is planned too (it then holds that buffer): a block's result is a
-    new array, never a buffer that the next call or iteration writes again."""
-    jaxpr = block.jaxpr
-    unplanned = set(jaxpr.outvars)
-    for step in block.steps:
-        if isinstance(step, ControlStep):
-            unplanned.update(step.inputs)
-            unplanned.update(step.outputs)
-    plan = plan_memory(jaxpr, block.liveness)
-    for var, buffer in plan.buffer_of.items():
-        held = plan.buffers[buffer]
-        if held.size != var.aval.size or held.dtype != var.aval.dtype:
-            break  # not a plan of exact-type buffers: do without
-    else:
-        kept = {v: b for v, b in plan.buffer_of.items() if v not in unplanned}
-        return kept, plan.buffers, _in_place(plan.in_place, kept)
-    intermediates = [v for e in jaxpr.eqns for v in e.outputs if v not in unplanned]
-    kept = {v: k for k, v in enumerate(intermediates)}
-    return kept, [v.aval for v in intermediates], _in_place(plan.in_place, kept)
-
-
-def _in_place(in_place: dict, buffer_of: dict) -> dict:
-    return {
-        out: operand
-        for out, operand in in_place.items()
-        if operand not in buffer_of or buffer_of.get(out) == buffer_of[operand]
-    }

@@ -8,7 +8,9 @@ kernels cost nothing on the device (every buffer is flat and C-ordered), so a re
 kernel is dropped and its readers read its operand's buffer.
 
 A matmul of float16 or bfloat16 operands reads them as they are stored: the kernels
-that widen them to float32 fold into the contraction kernel (``narrow_matmul``).
+that widen them to float32 fold into the contraction kernel (``narrow_matmul``). A
+kernel of scalars only (an index a loop body wraps and clamps) folds into the map
+kernels that read it, which compute it per thread (``scalar_kernels``).
 
 Control flow (``cond``, ``while``, ``scan``): a loop whose body is elementwise over one
 shape becomes one kernel that runs the whole loop per element (``loop``). Anything else
@@ -21,7 +23,11 @@ the operand's buffer: the block's ``liveness`` (``passes.memory.Liveness``, with
 body's owned carries) proves it, and the launcher then skips the copy of the operand
 that an update kernel otherwise starts with. A loop body owns the carries the loop may
 write (``passes.memory.loop_ownership``): the host copies those initial values once,
-before the loop, where anything else still reads them.
+before the loop, where anything else still reads them. Where the liveness also proves
+that the elementwise kernel making the update's value may store it straight into the
+window (``Liveness.window_stores``), that kernel writes ``dst[start + i]`` and the update
+launches nothing (a ``StoredUpdate``): a stencil sweep ``x.at[1:-1].set(f(y))`` in a
+loop body is one launch per iteration, with no temporary.
 
 Each kernel gets a generator by what it contains (a contraction, reductions, a scatter,
 a cumsum, or only elementwise and data-movement ops) and becomes one ``cuda.jit``
@@ -38,8 +44,10 @@ from functools import partial
 from ...ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ...ir.higher_order import kernel_p
 from ...ir.primitive import Pattern
+from ...passes import plan_memory
 from ...passes.inline import inline_calls
 from ...passes.memory import Liveness, LoopLayout, LoopOwnership, updated_operand
+from ...passes.window_stores import update_window
 from .. import source as escape
 from . import loader
 from .callbacks import NAMES as CALLBACK_NAMES
@@ -54,6 +62,7 @@ from .narrow_matmul import fold_widened_operands
 from .options import CudaOptions
 from .reducers import REDUCERS
 from .reduction import reduction_kernel
+from .scalar_kernels import fold_scalar_kernels
 from .scatter import scatter_kernel, window_kernel
 from .sort import RUNNERS as SORT_RUNNERS
 from .writer import CodegenError, KernelSource, KernelWriter
@@ -106,6 +115,13 @@ class Step(_EqnStep):
 
     kernel: KernelSource
     number: int
+    stored: frozenset = frozenset()  # outputs stored into their updates' windows
+
+
+@dataclass
+class StoredUpdate(_EqnStep):
+    """An update in place whose value the kernel that made it stored into the window
+    already: it launches nothing, and its output is its operand's buffer, handed on."""
 
 
 @dataclass
@@ -124,8 +140,9 @@ class Block:
 
     jaxpr: Jaxpr  # kernel and control eqns only, reshapes dropped
     out_avals: list  # the declared output types (an output may be a view of a buffer)
-    steps: list[Step | ControlStep]
+    steps: list[Step | ControlStep | StoredUpdate]
     liveness: Liveness  # of ``jaxpr``: which updates write in place
+    plan: tuple  # ``plan_block``'s: (var -> buffer, buffers, update output -> operand)
 
 
 @dataclass
@@ -174,20 +191,64 @@ def build_block(
     eqns = [_as_kernel(eqn) for eqn in jaxpr.eqns]
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
     out_avals = [v.aval for v in jaxpr.outvars]
-    jaxpr = fold_widened_operands(drop_views(jaxpr))
-    steps: list[Step | ControlStep] = []
+    jaxpr = launched_kernels(jaxpr)
+    first = len(kernels)
+    steps = _steps(jaxpr, name, options, kernels)
+    jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, [step.eqn for step in steps], jaxpr.outvars)
+    liveness = Liveness(jaxpr, owned=[jaxpr.invars[k] for k in owned])
+    plan = plan_block(jaxpr, steps, liveness)
+    windows = window_stores(steps, liveness, plan[2])
+    if windows:
+        # Generated again (the same steps, split kernels and all), the producers now
+        # storing into the windows: the kernels keep numbers in launch order.
+        del kernels[first:]
+        steps = _steps(jaxpr, name, options, kernels, windows)
+    for index, step in enumerate(steps):
+        if isinstance(step, ControlStep) and step.eqn.prim.name in CONTROL_FLOW:
+            step.ownership = liveness.loops.get(index)
+            step.bodies = [
+                build_block(body, name, options, kernels, owned)
+                for body, owned in zip(control_bodies(step.eqn), _owned_inputs(step), strict=True)
+            ]
+    return Block(jaxpr, out_avals, steps, liveness, plan)
 
-    def add(eqn, kind=None, write=None):
+
+def launched_kernels(jaxpr: Jaxpr) -> Jaxpr:
+    """A block's eqns as kernels the device runs: reshape kernels dropped (``drop_views``),
+    widening kernels folded into their matmul (``narrow_matmul``), scalar kernels into
+    the map kernels that read them (``scalar_kernels``)."""
+    return fold_scalar_kernels(fold_widened_operands(drop_views(jaxpr)), _is_map)
+
+
+def _steps(
+    jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Step], windows=None
+) -> list[Step | ControlStep | StoredUpdate]:
+    """The steps of ``jaxpr``'s eqns, a kernel split into kernels of one op each where
+    the generators do not cover it. ``windows`` (``window_stores``'s, for these very
+    eqns) maps a kernel's index to its outputs stored into windows, by position."""
+    windows = windows or {}
+    handed_on = {index for stores in windows.values() for index, _ in stores.values()}
+    steps: list[Step | ControlStep | StoredUpdate] = []
+
+    def add(eqn, kind=None, write=None, stores=None):
         kernel_name = escape.identifier(f"{name}_{len(kernels)}_{kind or eqn.params['name']}")
-        kernel = (write or generate)(eqn, kernel_name, options)
-        step = Step(eqn, kernel, len(kernels))
+        if stores:
+            into = {position: window for position, (_, window) in stores.items()}
+            kernel = generate(eqn, kernel_name, options, into)
+            stored = frozenset(eqn.outputs[position] for position in stores)
+        else:
+            kernel, stored = (write or generate)(eqn, kernel_name, options), frozenset()
+        step = Step(eqn, kernel, len(kernels), stored)
         kernels.append(step)
         steps.append(step)
 
-    for eqn in jaxpr.eqns:
+    for index, eqn in enumerate(jaxpr.eqns):
         call = host_call(eqn, HOST_OPS)
         if call is not None:
             steps.append(ControlStep(call, []))
+            continue
+        if index in handed_on:
+            steps.append(StoredUpdate(eqn))
             continue
         if eqn.prim is not kernel_p:
             # A loop body's kernels, all in one (``passes.inline``'s default): see ``loop``.
@@ -202,6 +263,9 @@ def build_block(
                     logger.info("numbax: %s; the host runs this loop", error)
             steps.append(ControlStep(eqn, []))  # its bodies once the block's liveness is known
             continue
+        if index in windows:  # generated before without the stores: no split now
+            add(eqn, stores=windows[index])
+            continue
         try:
             add(eqn)
         except CodegenError as error:
@@ -210,16 +274,26 @@ def build_block(
             logger.info("numbax: %s; splitting kernel %s", error, eqn.params["name"])
             for part in split_kernel(eqn):
                 add(part)
-    jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, [step.eqn for step in steps], jaxpr.outvars)
-    liveness = Liveness(jaxpr, owned=[jaxpr.invars[k] for k in owned])
-    for index, step in enumerate(steps):
-        if isinstance(step, ControlStep) and step.eqn.prim.name in CONTROL_FLOW:
-            step.ownership = liveness.loops.get(index)
-            step.bodies = [
-                build_block(body, name, options, kernels, owned)
-                for body, owned in zip(control_bodies(step.eqn), _owned_inputs(step), strict=True)
-            ]
-    return Block(jaxpr, out_avals, steps, liveness)
+    return steps
+
+
+def window_stores(steps: list, liveness: Liveness, in_place: dict) -> dict:
+    """Per step index of a map kernel, its outputs that it stores straight into the
+    window of the update taking them: {output position: (update's index, window)}. The
+    liveness proves each (``Liveness.window_stores``), and the launcher must run that
+    update in place (``in_place``, ``plan_block``'s): the kernel writes the operand's
+    own buffer, which the update then hands on."""
+    windows: dict[int, dict] = {}
+    for value, index in liveness.window_stores.items():
+        made = liveness.made_at[value]
+        step = steps[made]
+        if not isinstance(step, Step) or not _is_map(step.eqn):
+            continue  # a loop kernel, a host step, or a kernel of another generator
+        if liveness.eqns[index].outputs[0] not in in_place:
+            continue
+        position = step.eqn.outputs.index(value)
+        windows.setdefault(made, {})[position] = (index, update_window(liveness.eqns[index]))
+    return windows
 
 
 def _owned_inputs(step: ControlStep) -> list[tuple[int, ...]]:
@@ -244,26 +318,80 @@ def control_bodies(eqn: Eqn) -> list[Jaxpr]:
     return [p["jaxpr"]]  # scan
 
 
-def generate(eqn: Eqn, kernel_name: str, options: CudaOptions) -> KernelSource:
-    """The kernel's source, from the generator its contents call for."""
+def generate(
+    eqn: Eqn, kernel_name: str, options: CudaOptions, windows: dict | None = None
+) -> KernelSource:
+    """The kernel's source, from the generator its contents call for; a map kernel
+    stores the outputs of ``windows`` ({position: UpdateWindow}) into those windows."""
     body = inline_calls(eqn.params["jaxpr"], calls=CALLS)
     literals = {
         v: a for v, a in zip(body.invars, eqn.inputs, strict=True) if isinstance(a, Literal)
     }
     w = KernelWriter(kernel_name, body, literals)
-    names = {e.prim.name for e in body.eqns}
     header = f"kernel {eqn.params['name']} ({eqn.params['kind']}):\n{body}"
+    if windows:  # ``window_stores`` chose a map kernel
+        return map_kernel(w, options, header, windows)
+    return _generator(eqn, body)(w, options, header)
+
+
+def _is_map(eqn: Eqn) -> bool:
+    """Whether ``eqn`` is a kernel that ``map_kernel`` generates."""
+    if eqn.prim is not kernel_p:
+        return False
+    return _generator(eqn, inline_calls(eqn.params["jaxpr"], calls=CALLS)) is map_kernel
+
+
+def _generator(eqn: Eqn, body: Jaxpr):
+    """The generator a kernel eqn (``body`` its jaxpr, calls spliced in) calls for."""
+    names = {e.prim.name for e in body.eqns}
     if "dot_general" in names:
-        return contraction_kernel(w, options, header)
+        return contraction_kernel
     if names & set(REDUCERS):
-        return reduction_kernel(w, options, header)
+        return reduction_kernel
     if "scatter" in names:
-        return scatter_kernel(w, options, header)
+        return scatter_kernel
     if updated_operand(eqn) is not None:  # a dynamic_update_slice alone: its window
-        return window_kernel(w, options, header)
+        return window_kernel
     if "cumsum" in names:
-        return cumsum_kernel(w, options, header)
-    return map_kernel(w, options, header)
+        return cumsum_kernel
+    return map_kernel
+
+
+def plan_block(jaxpr: Jaxpr, steps: list, liveness: Liveness) -> tuple:
+    """(var -> buffer index, buffers, update output -> operand written in place): the
+    pass's plan, or one buffer per intermediate should the plan ever share a buffer
+    between types.
+
+    Values that flow into or out of control flow are left out (each gets an array of its
+    own): a branch or loop may return its operand as it is, so its result would share
+    the operand's buffer, which the plan hands on after the operand's last reader. For
+    the same reason an update whose operand is in a planned buffer writes in place only
+    when its output is planned too (it then holds that buffer): a block's result is a
+    new array, never a buffer that the next call or iteration writes again."""
+    unplanned = set(jaxpr.outvars)
+    for step in steps:
+        if isinstance(step, ControlStep):
+            unplanned.update(step.inputs)
+            unplanned.update(step.outputs)
+    plan = plan_memory(jaxpr, liveness)
+    for var, buffer in plan.buffer_of.items():
+        held = plan.buffers[buffer]
+        if held.size != var.aval.size or held.dtype != var.aval.dtype:
+            break  # not a plan of exact-type buffers: do without
+    else:
+        kept = {v: b for v, b in plan.buffer_of.items() if v not in unplanned}
+        return kept, plan.buffers, _in_place(plan.in_place, kept)
+    intermediates = [v for e in jaxpr.eqns for v in e.outputs if v not in unplanned]
+    kept = {v: k for k, v in enumerate(intermediates)}
+    return kept, [v.aval for v in intermediates], _in_place(plan.in_place, kept)
+
+
+def _in_place(in_place: dict, buffer_of: dict) -> dict:
+    return {
+        out: operand
+        for out, operand in in_place.items()
+        if operand not in buffer_of or buffer_of.get(out) == buffer_of[operand]
+    }
 
 
 def _as_kernel(eqn: Eqn) -> Eqn:

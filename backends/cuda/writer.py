@@ -80,13 +80,17 @@ class CodegenError(NumbaxError, NotImplementedError):
 
 @dataclass
 class Param:
-    """One kernel argument: an input or output of the kernel eqn, or a scratch buffer."""
+    """One kernel argument: an input or output of the kernel eqn, a scratch buffer, or a
+    variable of the block the kernel eqn does not take (the destination of a window
+    store and its traced starts: ``elementwise.WindowStore``)."""
 
     name: str
     dtype: np.dtype  # of the device array: bfloat16 is held as uint16 bits
-    role: str  # "in" (position in the kernel's inputs), "out" (outputs) or "scratch"
+    # "in" (position in the kernel's inputs), "out" (outputs), "scratch" or "var" (``var``)
+    role: str
     position: int = 0
     size: int = 0  # scratch only: elements (allocated once per executable, zeroed)
+    var: Var | None = None  # "var" only: the block's variable
 
 
 @dataclass

@@ -50,22 +50,35 @@ def shared_bytes(ptx: str) -> int:
 def expected_kernels(closed) -> int:
     """The kernels of the fused program that the CUDA program launches: every kernel
     (control-flow bodies' included) but those that only reshape an operand (a view of
-    the same buffer on the device) and those that only widen a narrow-float matmul
-    operand (the matmul widens as it loads: ``narrow_matmul``)."""
+    the same buffer on the device), those that only widen a narrow-float matmul
+    operand (the matmul widens as it loads: ``narrow_matmul``), kernels of scalars that
+    the map kernels reading them compute themselves (``scalar_kernels``), and updates
+    whose value's kernel stores into their window (``program.StoredUpdate``)."""
+    from numbax.backends.cuda import CudaBackend, CudaOptions
     from numbax.passes import optimize
 
     fused, _ = optimize(closed)
-    return _count_kernels(fused.jaxpr)
+    program = CudaBackend(CudaOptions.for_gpu()).lower(closed)
+    return _count_kernels(fused.jaxpr) - _stored_updates(program.block)
+
+
+def _stored_updates(block) -> int:
+    from numbax.backends.cuda.program import StoredUpdate
+
+    count = 0
+    for step in block.steps:
+        count += isinstance(step, StoredUpdate)
+        count += sum(_stored_updates(body) for body in getattr(step, "bodies", ()))
+    return count
 
 
 def _count_kernels(jaxpr) -> int:
     from numbax.backends.cuda.callbacks import host_call
     from numbax.backends.cuda.loop import element_shape
-    from numbax.backends.cuda.narrow_matmul import fold_widened_operands
-    from numbax.backends.cuda.program import HOST_OPS, control_bodies, drop_views
+    from numbax.backends.cuda.program import HOST_OPS, control_bodies, launched_kernels
     from numbax.passes.inline import inline_calls
 
-    jaxpr = fold_widened_operands(drop_views(jaxpr))
+    jaxpr = launched_kernels(jaxpr)
 
     # The host runs its ops (callbacks, sorts, factorizations) without a kernel, and reads
     # each operand in its own shape: a view it reads is a kernel of its own.
