@@ -72,8 +72,9 @@ def test_nextafter_accumulates_as_numpys(rng):
 def test_gcd_and_lcm_are_numpys(backend, dtype, rng):
     info = np.iinfo(dtype)
     low, high = max(info.min, -(10**4)), min(info.max, 10**4)
-    a = rng.integers(low, high, 200, dtype=dtype)
-    b = rng.integers(low, high, 200, dtype=dtype)
+    n = backend.size(200, simulated=12)  # the simulator runs each thread's steps in Python
+    a = rng.integers(low, high, n, dtype=dtype)
+    b = rng.integers(low, high, n, dtype=dtype)
     a[:4], b[2:6] = 0, 0
     a[7:9], b[7:9] = info.max, [info.max, 1]
     if dtype == np.int64:  # Fibonacci neighbours: Euclid's longest run of steps
