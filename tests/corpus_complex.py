@@ -105,3 +105,55 @@ def rfft_round_trip(x):
         np.fft.rfft2(x, norm="ortho") if x.ndim > 1 else spectrum, np.abs(spectrum) ** 2,
         np.fft.rfftfreq(n, 0.5), np.fft.fftfreq(n),
     )  # fmt: skip
+
+
+@case(
+    "complex_order",
+    [(c128(3, 4), c128(3, 4)), (c64(2, 5), c64(5)), (c128(), c128(4)), (c64(0, 3), c64(3))],
+    tags=["ufunc", "complex"],
+)
+def complex_order(z, w):
+    # NumPy orders complex numbers lexicographically, the real part first.
+    return (
+        z < w, z <= w, z > w, z >= w, np.maximum(z, w), np.minimum(z, w), np.fmax(z, w),
+        np.fmin(z, w), np.clip(z, -1 - 1j, w),
+    )  # fmt: skip
+
+
+@case(
+    "complex_math",
+    [(c128(3, 4),), (c64(2, 5),), (c128(),), (c64(0, 2),)],
+    tags=["ufunc", "complex"],
+    tolerance=10.0,
+)
+def complex_math(z):
+    return (
+        np.sign(z), np.log1p(z), np.expm1(z), np.log2(z), np.log10(z), np.exp2(z),
+        np.power(2.0, z), z**-2, np.float_power(z, 2), np.isnan(z), np.isinf(z),
+        np.isfinite(z), np.round(z, 1), np.rint(z * 3),
+    )  # fmt: skip
+
+
+@case(
+    "complex_extrema",
+    [(c128(3, 4),), (c64(2, 5),), (c128(6),), (c128(2, 3, 4),)],
+    tags=["reduction", "complex"],
+)
+def complex_extrema(z):
+    return (
+        np.max(z), np.min(z, axis=0), np.argmax(z), np.argmin(z, axis=-1),
+        z.max(axis=-1, keepdims=True), np.sort(z, axis=-1), np.argsort(z, axis=0),
+    )  # fmt: skip
+
+
+@case(
+    "hermitian_fft",
+    [(c128(3, 5), f64(3, 6)), (c64(2, 4), f32(4, 7)), (c128(6), f64(5))],
+    tags=["fft", "complex"],
+    tolerance=FFT,
+)
+def hermitian_fft(z, x):
+    return (
+        np.fft.hfft(z), np.fft.hfft(z, 7, axis=0, norm="ortho"), np.fft.ihfft(x),
+        np.fft.ihfft(x, n=4, axis=0, norm="forward"), np.fft.hfft(np.fft.ihfft(x), x.shape[-1]),
+    )  # fmt: skip

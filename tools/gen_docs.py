@@ -369,6 +369,49 @@ def numpy_version() -> str:
     return ".".join(np.__version__.split(".")[:2])
 
 
+# Decisions on dtypes that the tables cannot show (issue 16).
+DTYPE_NOTES = (
+    "## Complex numbers",
+    "",
+    "- **Order**: NumPy's, lexicographic with the real part first, bit for bit with its NaN "
+    "rules (a NaN in an imaginary part makes the real parts' strict comparison false; "
+    "`maximum`/`minimum`, `max`/`min`, `argmax`/`argmin` propagate the first NaN, "
+    "`fmax`/`fmin` drop it): `<`, `<=`, `>`, `>=`, `maximum`, `minimum`, `fmax`, `fmin`, "
+    "`clip`, `sort`, `argsort`, `max`, `min`, `argmax`, `argmin`. Their derivatives follow "
+    "the chosen entries.",
+    "- **`sign`** is NumPy 2's `z / |z|` (0 at 0). Its derivative is that of `z / |z|`, "
+    "checked against finite differences; JAX's `jnp.sign` has none on complex numbers.",
+    "- **`log1p`, `expm1`, `log2`, `log10`, `exp2`, `power`, `float_power`** take complex "
+    "operands as NumPy's do. `log1p` keeps the digits of a small `z` that NumPy's "
+    "`log(hypot(1 + x, y))` loses (its real part at `|z|` = 1e-10 keeps ~6 of 16).",
+    "- **`isnan`/`isinf`** test either part, **`isfinite`** both; **`round`/`rint`** "
+    "round each part; `floor`, `ceil`, `trunc` and `fix` are refused as NumPy refuses them.",
+    "- **Conversion to a real dtype** (`z.astype(np.float64)`, `np.float64(z)`, "
+    "`np.array(z, dtype=float)`, `x[...] = z` into a real array) keeps the real part and "
+    "warns with NumPy's `numpy.exceptions.ComplexWarning` at your line, once per trace (a "
+    "compiled call does not trace again, so it does not warn again). Its derivative is the "
+    "real part's. To bool it is NumPy's: either part nonzero, no warning.",
+    "- **`numpy.fft.hfft`/`ihfft`** are `irfft`/`rfft` of the conjugate, as NumPy's.",
+    "- Not yet on complex operands: the inverse trigonometric and hyperbolic functions "
+    "(`arcsin`, ..., `arctanh`), refused with an error naming the operation.",
+    "",
+    "## Weak types of Python scalars (NEP 50)",
+    "",
+    "- A Python scalar written in your function is NumPy's: weakly typed, and arithmetic "
+    "on Python scalars is Python's, so `1j * 2.0` meets a float32 array as a Python complex "
+    "and `x32 + 1j * 2.0` is complex64.",
+    "- A Python scalar passed as an argument of `jit` (or of `grad`, `vmap`, ...) is a weakly "
+    "typed traced scalar, as in JAX, and an operator whose operands are all weakly typed "
+    "gives a weakly typed result, as Python's arithmetic on Python scalars does and as "
+    "JAX's operators do: `x32 + 1j * s` is complex64 and `x32 + s * 2` float32, what "
+    "NumPy gives for a Python float `s`. A function called on it is NumPy's: `np.sin(2.0)` "
+    "is a float64 scalar, so `x32 + np.sin(s)` is float64, as `x32 + np.sin(2.0)` is "
+    "(JAX keeps `jnp.sin(s)` weak and gives float32; numbax's oracle is NumPy). A nested "
+    "`jit`'s results are strongly typed, and so is a typed NumPy scalar (`np.float64(2)`).",
+    "",
+)
+
+
 def numpy_support_markdown() -> str:
     lines = [
         GENERATED,
@@ -387,6 +430,7 @@ def numpy_support_markdown() -> str:
         "with `UnsupportedFunctionError` naming them. Every traced ufunc of two inputs also "
         "traces its methods `.outer`, `.reduce`, `.accumulate`, `.at` and `.reduceat`.",
         "",
+        *DTYPE_NOTES,
     ]
     for namespace, module in NUMPY_NAMESPACES:
         rows = [(name, *numpy_status(value)) for name, value in _numpy_callables(module)]

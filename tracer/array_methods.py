@@ -18,6 +18,7 @@ from . import functionalize, views
 from . import numpy_api as xnp
 from .core import Tracer
 from .indexing import IndexUpdateHelper
+from .promote import weak_result
 from .source_info import user_frame_info
 
 
@@ -128,6 +129,14 @@ def _handles(inputs):
 
 def _returning_fresh(fn):
     return lambda self, *args, **kwargs: _fresh(fn(self, *args, **kwargs), (self, *args))
+
+
+def _python_arithmetic(fn):
+    """An operator whose operands are all weakly typed is, in NumPy, Python's arithmetic
+    on Python scalars (``1j * 2.0`` is a Python complex): its result is weakly typed too
+    (``promote.weak_result``). A ufunc called on them (``np.sin(2.0)``) gives a typed
+    NumPy scalar, and so does numbax's."""
+    return lambda self, *args: weak_result(fn(self, *args), (self, *args))
 
 
 def _method_with_out(fn, name):
@@ -264,11 +273,14 @@ _INPLACE_OPERATORS = {
 
 def install() -> None:
     protocols = ("__array__", "__array_ufunc__", "__array_function__", "__getattr__")
+    containers = ("__setitem__", "__getitem__", "__len__", "__iter__")
     for name, fn in _METHODS.items():
         if name in _REDUCTION_METHODS:
             fn = _method_with_out(fn, name)
         elif name not in protocols and name not in ("__setitem__", "copy"):
             fn = _returning_fresh(fn)
+        if name.startswith("__") and name not in protocols + containers:
+            fn = _python_arithmetic(fn)
         setattr(Tracer, name, fn)
     for name, (symbol, ufunc) in _INPLACE_OPERATORS.items():
         setattr(Tracer, f"__i{name}__", functionalize.inplace_operator(ufunc, symbol))

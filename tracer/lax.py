@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
+from ..ir.complex import real_p
 from ..ir.primitive import PRIMITIVES
 from .core import bind
+from .source_info import warn_at_user_line
 
 P = PRIMITIVES
 
@@ -62,7 +64,23 @@ def convert_element_type(x, dtype):
     dtype = dtypes.canonicalize(dtype)
     if _dtype_of(x) == dtype:
         return x
+    if dtypes.is_complex(_dtype_of(x)) and not dtypes.is_complex(dtype):
+        return _from_complex(x, dtype)
     return bind(P["convert_element_type"], x, new_dtype=dtype)
+
+
+def _from_complex(z, dtype):
+    """NumPy's cast of complex numbers to a real dtype: to bool, whether either part is
+    nonzero; to a number, the real part, with NumPy's ``ComplexWarning`` at the user's
+    line, once per trace (a compiled call does not trace again). The IR converts real
+    numbers only: ``real`` says which part is kept, and its derivative is the real part's."""
+    if dtype == dtypes.bool_:
+        return ne(z, np.zeros((), _dtype_of(z)))
+    warn_at_user_line(
+        "Casting complex values to real discards the imaginary part (take z.real to say so)",
+        np.exceptions.ComplexWarning,
+    )
+    return convert_element_type(bind(real_p, z), dtype)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):

@@ -16,10 +16,9 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.complex import complex_p, conj_p, imag_p, real_p
-from . import lax
+from . import lax, ufuncs
 from .core import Tracer, bind
 from .promote import asarray, operand, promote_and_broadcast, result_type, shape_of
-from .ufuncs import _arithmetic_dtype
 
 FUNCTIONS: dict = {}
 UFUNCS: dict = {}
@@ -74,15 +73,13 @@ def imag(val):
 @_register(UFUNCS, "conjugate", "conj")
 def conjugate(x):
     x = operand(x)
-    (x,), _ = promote_and_broadcast(x, dtype=_arithmetic_dtype(x), operation="conj")
+    (x,), _ = promote_and_broadcast(x, dtype=ufuncs._arithmetic_dtype(x), operation="conj")
     return conj(x) if dtypes.is_complex(x.dtype) else x
 
 
 @_register(FUNCTIONS, "angle")
 def angle(z, deg=False):
     """``atan2(imag, real)``: of a real number 0 or pi, as NumPy's."""
-    from . import ufuncs
-
     z = asarray(z)
     if dtypes.is_complex(z.dtype):
         result = lax.atan2(imag_part(z), real_part(z))

@@ -6,6 +6,7 @@ the front end's pads, slices, transposes and scales around it.
 - ``axis`` / ``axes``: the axes move to the end, where the primitive transforms them,
   and back. More than three axes are transformed three at a time (the transform is
   separable); ``rfftn`` does its last axis first, ``irfftn`` its last axis last.
+  ``hfft``/``ihfft`` are ``irfft``/``rfft`` of the conjugate, as NumPy's.
 - ``norm``: the primitive's ``fft``/``rfft`` are unscaled and ``ifft``/``irfft`` carry
   ``1/n`` (``"backward"``); ``"ortho"`` and ``"forward"`` multiply by a constant.
 
@@ -26,6 +27,7 @@ from ..ir.errors import NumbaxTypeError, ShapeError, at_line
 from ..ir.fft import fft_p
 from . import functionalize, lax
 from .core import Tracer, bind
+from .numpy_complex import conj
 from .numpy_construction import roll
 from .promote import asarray, normalize_axes, normalize_axis
 from .source_info import user_frame_info
@@ -272,6 +274,36 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
 @_register
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _written(_c2r(a, s, axes, norm, "irfft2"), out, "irfft2")
+
+
+# --- Hermitian signals -----------------------------------------------------------------------
+
+# NumPy's hfft/ihfft are irfft/rfft of the conjugate with the scaling the other way round.
+_SWAPPED_NORMS = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _swapped(norm, name: str):
+    _check_norm(norm, name)
+    return _SWAPPED_NORMS[norm]
+
+
+@_register
+def hfft(a, n=None, axis=-1, norm=None, out=None):
+    """The real spectrum of a signal with Hermitian symmetry, given by its first half:
+    ``irfft(conj(a))`` scaled as a forward transform; ``n`` defaults to
+    ``2 * (a.shape[axis] - 1)``."""
+    x = conj(_complex_operand(a, "hfft"))
+    s = None if n is None else (n,)
+    return _written(_c2r(x, s, (axis,), _swapped(norm, "hfft"), "hfft"), out, "hfft")
+
+
+@_register
+def ihfft(a, n=None, axis=-1, norm=None, out=None):
+    """The inverse of ``hfft``: ``conj(rfft(a))`` scaled as an inverse transform, the
+    ``n // 2 + 1`` coefficients of a real signal's Hermitian spectrum."""
+    s = None if n is None else (n,)
+    y = _r2c(a, s, (axis,), _swapped(norm, "ihfft"), "ihfft")
+    return _written(conj(y), out, "ihfft")
 
 
 # --- compositions --------------------------------------------------------------------------

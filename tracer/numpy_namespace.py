@@ -96,9 +96,9 @@ class _TracingNumPy(types.ModuleType):
 
 
 def _scalar_type(numpy_type):
-    """``np.complex128`` as a traced function sees it: called on a traced array it is
-    ``x.astype(np.complex128)``, as NumPy's is on an array; anything else is NumPy's
-    (a subclass, so ``dtype=np.complex128`` still means complex128)."""
+    """``np.complex128`` (``np.float64``, ...) as a traced function sees it: called on a
+    traced array it is ``x.astype(np.complex128)``, as NumPy's is on an array; anything
+    else is NumPy's (a subclass, so ``dtype=np.complex128`` still means complex128)."""
 
     def __new__(cls, *args, **kwargs):
         if _has_tracer(args, kwargs):
@@ -110,8 +110,9 @@ def _scalar_type(numpy_type):
     return type(numpy_type.__name__, (numpy_type,), {"__new__": __new__})
 
 
-# Scalar types that build complex numbers from traced ones (np.complex128(x)).
-_SCALAR_TYPES = ("complex64", "complex128")
+# Scalar types that convert traced values (np.complex128(x), np.float64(z), np.int32(x)).
+_SCALAR_TYPES = ("complex64", "complex128", "float16", "float32", "float64", "bool_")
+_SCALAR_TYPES += ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 NUMPY = _TracingNumPy("numpy", np.__doc__)
 for _name in _CREATION:

@@ -36,12 +36,12 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, at_line
-from . import functionalize, lax, ufuncs
+from . import complex_math, functionalize, lax, ufuncs
 from .control_flow import while_loop
 from .core import Tracer
 from .promote import asarray, operand, promote_and_broadcast, result_type
 from .source_info import user_frame_info
-from .ufuncs import _arithmetic_dtype, _as_float, _inexact_dtype, _typed
+from .ufuncs import _arithmetic_dtype, _inexact_dtype, _typed
 
 FUNCTIONS: dict = {}
 UFUNCS: dict = {}
@@ -56,9 +56,39 @@ def _register(table, *names):
     return register
 
 
+# NumPy defines these on complex numbers and numbax does not yet; every other function
+# here has no complex loop in NumPy either.
+_NOT_YET_COMPLEX = ("arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh")
+
+
+def _refuse_complex(dtype, name):
+    if not dtypes.is_complex(dtype):
+        return
+    if name in _NOT_YET_COMPLEX:
+        raise NumbaxTypeError(
+            at_line(
+                f"numpy.{name} of complex numbers is not supported by numbax yet; compute "
+                "it outside the traced function, or from np.log and np.sqrt of complex "
+                "numbers, which numbax traces",
+                user_frame_info(),
+            )
+        )
+    raise ufuncs.complex_refused(name)
+
+
+def _real_float(x, name):
+    """``x`` in the float dtype NumPy computes a real-only unary ufunc in."""
+    x = operand(x)
+    dtype = _inexact_dtype(x)
+    _refuse_complex(dtype, name)
+    (x,), _ = promote_and_broadcast(x, dtype=dtype, operation=name)
+    return x
+
+
 def _float_binary(x, y, name):
     """Both operands in the dtype NumPy computes a float-only binary ufunc in."""
     dtype = _inexact_dtype(operand(x), operand(y))
+    _refuse_complex(dtype, name)
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation=name)
     return x, y
 
@@ -88,19 +118,19 @@ def _sqrt_one_minus_square(x):
 
 @_register(UFUNCS, "arcsin", "asin")
 def arcsin(x):
-    x = _as_float(x, "arcsin")
+    x = _real_float(x, "arcsin")
     return lax.atan2(x, _sqrt_one_minus_square(x))
 
 
 @_register(UFUNCS, "arccos", "acos")
 def arccos(x):
-    x = _as_float(x, "arccos")
+    x = _real_float(x, "arccos")
     return lax.atan2(_sqrt_one_minus_square(x), x)
 
 
 @_register(UFUNCS, "arctan", "atan")
 def arctan(x):
-    x = _as_float(x, "arctan")
+    x = _real_float(x, "arctan")
     return lax.atan2(x, _typed(1, x.dtype))
 
 
@@ -109,7 +139,7 @@ def arcsinh(x):
     """``log1p(a + a*a / (1 + sqrt(1 + a*a)))`` for ``a = |x|`` (no cancellation for small
     ``a``), ``log(a) + log(2)`` once ``a*a`` would swamp 1 (and later overflow); ``x``
     itself below the square root of the precision, which keeps ``-0.0``."""
-    x = _as_float(x, "arcsinh")
+    x = _real_float(x, "arcsinh")
     dtype = x.dtype
     large = _typed(_large(dtype), dtype)
     one = _typed(1, dtype)
@@ -132,7 +162,7 @@ def arcsinh(x):
 def arccosh(x):
     """``log1p(t + sqrt(t) * sqrt(t + 2))`` for ``t = x - 1`` (exact near 1, where the
     slope is infinite), ``log(x) + log(2)`` for large ``x``."""
-    x = _as_float(x, "arccosh")
+    x = _real_float(x, "arccosh")
     dtype = x.dtype
     is_large = lax.gt(x, _typed(_large(dtype), dtype))
     two = _typed(2, dtype)
@@ -147,7 +177,7 @@ def arccosh(x):
 def arctanh(x):
     """``(log1p(x) - log1p(-x)) / 2``: exact near +-1 (``1 - x`` is computed exactly inside
     ``log1p``), odd to the last bit, and ``-0.0`` stays ``-0.0``."""
-    x = _as_float(x, "arctanh")
+    x = _real_float(x, "arctanh")
     difference = lax.sub(lax.log1p(x), lax.log1p(lax.neg(x)))
     return lax.mul(_typed(0.5, x.dtype), difference)
 
@@ -160,7 +190,7 @@ def arctanh(x):
 def cbrt(x):
     """``|x| ** (1/3)`` sharpened by one Newton step (the rounded exponent alone is off by
     up to ``ln|x| * 2**-54`` relatively, tens of ulps), with the sign of ``x``."""
-    x = _as_float(x, "cbrt")
+    x = _real_float(x, "cbrt")
     dtype = x.dtype
     third = _typed(1 / 3, dtype)
     one = _typed(1, dtype)
@@ -205,7 +235,7 @@ def _scale_by(factors, name):
     the constant computed in float32."""
 
     def scale(x):
-        x = _as_float(x, name)
+        x = _real_float(x, name)
         if dtypes.is_narrow_float(x.dtype):  # NumPy's float16 loop scales in float32
             wide = lax.convert_element_type(x, dtypes.float32)
             return lax.convert_element_type(scale(wide), x.dtype)
@@ -250,6 +280,8 @@ def sinc(x):
 @_register(UFUNCS, "trunc")
 def trunc(x):
     (x,), _ = promote_and_broadcast(x, operation="trunc")
+    if dtypes.is_complex(x.dtype):
+        raise ufuncs.complex_refused("trunc")
     if not dtypes.is_float(x.dtype):
         return x  # NumPy 2 keeps integers (and bools) as they are
     return lax.select(lax.lt(x, _typed(0, x.dtype)), lax.ceil(x), lax.floor(x))
@@ -264,7 +296,7 @@ def fix(x, out=None):
 def modf(x):
     """(fractional part, integral part), each with the sign of ``x``; ``modf(inf)`` is
     ``(0.0, inf)``."""
-    x = _as_float(x, "modf")
+    x = _real_float(x, "modf")
     whole = trunc(x)
     part = lax.select(ufuncs.isinf(x), _typed(0, x.dtype), lax.sub(x, whole))
     return _with_sign_of(part, x), whole
@@ -277,8 +309,10 @@ def divmod(x, y):  # noqa: A001 - NumPy's name
 
 @_register(UFUNCS, "float_power")
 def float_power(x, y):
-    """``power`` computed in float64, whatever the operands."""
-    (x, y), _ = promote_and_broadcast(x, y, dtype=dtypes.float64, operation="float_power")
+    """``power`` computed in float64, or complex128 for complex operands."""
+    complex_operands = dtypes.is_complex(result_type(operand(x), operand(y)))
+    dtype = dtypes.complex128 if complex_operands else dtypes.float64
+    (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="float_power")
     return lax.pow(x, y)
 
 
@@ -286,9 +320,11 @@ def float_power(x, y):
 # NaN-ignoring extrema, signs and steps
 
 
-def _nan_ignoring(prim_fn, name):
+def _nan_ignoring(prim_fn, complex_fn, name):
     def fn(x, y):
         (x, y), _ = promote_and_broadcast(x, y, operation=name)
+        if dtypes.is_complex(x.dtype):
+            return complex_fn(x, y)
         extremum = prim_fn(x, y)
         if not dtypes.is_float(x.dtype):
             return extremum
@@ -299,13 +335,13 @@ def _nan_ignoring(prim_fn, name):
     return fn
 
 
-UFUNCS["fmax"] = fmax = _nan_ignoring(lax.max, "fmax")
-UFUNCS["fmin"] = fmin = _nan_ignoring(lax.min, "fmin")
+UFUNCS["fmax"] = fmax = _nan_ignoring(lax.max, complex_math.fmax, "fmax")
+UFUNCS["fmin"] = fmin = _nan_ignoring(lax.min, complex_math.fmin, "fmin")
 
 
 @_register(UFUNCS, "signbit")
 def signbit(x):
-    return ufuncs.negative_sign(_as_float(x, "signbit"))
+    return ufuncs.negative_sign(_real_float(x, "signbit"))
 
 
 def _with_sign_of(x, sign_source):

@@ -67,6 +67,20 @@ def is_weak(leaf) -> bool:
     return is_python_scalar(leaf) or (isinstance(leaf, Tracer) and leaf.weak_type)
 
 
+def weak_result(result, operands):
+    """``result`` weakly typed when every operand is (a Python scalar or a weak tracer):
+    how Python's arithmetic on Python scalars keeps them weak under NEP 50, and JAX's
+    rule for its operators. A Python float argument ``s`` of ``jit`` then promotes as the
+    Python float ``1j * 2.0`` would: ``float32 array + 1j * s`` is complex64, as in NumPy
+    and JAX."""
+    if not operands or not all(is_weak(x) for x in operands):
+        return result
+    for out in result if isinstance(result, tuple) else (result,):
+        if isinstance(out, Tracer):
+            out.weak_type = True
+    return result
+
+
 def argument_aval(leaf, error=None) -> tuple[ShapedArray, bool]:
     """The abstract value of an argument leaf of ``jit``, a transform or a control-flow
     function, and whether it is weakly typed (promotes like a Python scalar, NEP 50).

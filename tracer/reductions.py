@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
-from . import lax, ufuncs
+from . import complex_math, lax, ufuncs
 from .core import Tracer
 from .promote import (
     asarray,
@@ -114,13 +114,17 @@ def masked_reduce(prim_fn, x, axes, identity, where, name):
 
 
 def _lowest(dtype):
-    """The identity of max: below every value of ``dtype``."""
+    """The identity of max: below every value of ``dtype`` (complex: lexicographically)."""
+    if dtypes.is_complex(dtype):
+        return complex(-np.inf, -np.inf)
     if dtypes.is_float(dtype):
         return -np.inf
     return False if dtype == dtypes.bool_ else np.iinfo(dtype).min
 
 
 def _highest(dtype):
+    if dtypes.is_complex(dtype):
+        return complex(np.inf, np.inf)
     if dtypes.is_float(dtype):
         return np.inf
     return True if dtype == dtypes.bool_ else np.iinfo(dtype).max
@@ -176,8 +180,13 @@ def _chooser(prim_fn, combine, identity_of, name):
     return fn
 
 
-max = _chooser(lax.reduce_max, ufuncs.maximum, _lowest, "max")
-min = _chooser(lax.reduce_min, ufuncs.minimum, _highest, "min")
+# Complex numbers are ordered lexicographically, with NumPy's NaN rules (complex_math).
+max = _chooser(
+    ufuncs.real_or_complex(lax.reduce_max, complex_math.reduce_max), ufuncs.maximum, _lowest, "max"
+)
+min = _chooser(
+    ufuncs.real_or_complex(lax.reduce_min, complex_math.reduce_min), ufuncs.minimum, _highest, "min"
+)
 amax, amin = max, min
 
 
@@ -272,8 +281,8 @@ def _arg(prim_fn, name):
     return fn
 
 
-argmax = _arg(lax.argmax, "argmax")
-argmin = _arg(lax.argmin, "argmin")
+argmax = _arg(ufuncs.real_or_complex(lax.argmax, complex_math.argmax), "argmax")
+argmin = _arg(ufuncs.real_or_complex(lax.argmin, complex_math.argmin), "argmin")
 
 
 def cumsum(a, axis=None, dtype=None, **unsupported):

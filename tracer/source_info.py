@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -40,12 +41,27 @@ def _is_internal(filename: str) -> bool:
     )
 
 
+def _user_frame():
+    frame = sys._getframe(2)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
 def user_frame_info() -> str | None:
     """``file:line`` of the innermost frame outside numbax and NumPy."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _is_internal(filename):
-            return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return None
+    frame = _user_frame()
+    return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def warn_at_user_line(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` as if raised by the user's line (the filters and the once-per-
+    location registry of the default action work as for NumPy's own warnings)."""
+    frame = _user_frame()
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(
+        message, category, frame.f_code.co_filename, frame.f_lineno, registry=registry
+    )

@@ -14,9 +14,10 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, UnsupportedFunctionError, at_line
-from . import lax
+from . import complex_math, lax
 from .promote import (
     Scalar,
+    asarray,
     broadcast_shapes,
     broadcast_to,
     comparison_dtype,
@@ -46,6 +47,16 @@ def _float_unary(prim_fn, name):
     return fn
 
 
+def real_or_complex(real_fn, complex_fn):
+    """``complex_fn`` on complex operands (promoted to one dtype), ``real_fn`` otherwise:
+    the complex cases NumPy defines and no primitive computes (``complex_math``)."""
+
+    def fn(*xs):
+        return complex_fn(*xs) if dtypes.is_complex(xs[0].dtype) else real_fn(*xs)
+
+    return fn
+
+
 def _same_unary(prim_fn, name):
     def fn(x):
         (x,), _ = promote_and_broadcast(x, operation=name)
@@ -57,16 +68,18 @@ def _same_unary(prim_fn, name):
 
 exp = _float_unary(lax.exp, "exp")
 log = _float_unary(lax.log, "log")
-log1p = _float_unary(lax.log1p, "log1p")
-expm1 = _float_unary(lax.expm1, "expm1")
+log1p = _float_unary(real_or_complex(lax.log1p, complex_math.log1p), "log1p")
+expm1 = _float_unary(real_or_complex(lax.expm1, complex_math.expm1), "expm1")
 sin = _float_unary(lax.sin, "sin")
 cos = _float_unary(lax.cos, "cos")
 tanh = _float_unary(lax.tanh, "tanh")
 sqrt = _float_unary(lax.sqrt, "sqrt")
 negative = _same_unary(lax.neg, "negative")
-sign = _same_unary(lax.sign, "sign")
+sign = _same_unary(real_or_complex(lax.sign, complex_math.sign), "sign")
 fabs = _float_unary(lax.abs, "fabs")
-rint = _float_unary(lax.round, "rint")
+rint = _float_unary(
+    real_or_complex(lax.round, lambda z: complex_math.round_parts(z, lax.round)), "rint"
+)
 
 
 def absolute(x):
@@ -75,10 +88,13 @@ def absolute(x):
 
 
 def _integral_identity_or(prim_fn, name):
-    """floor/ceil/round of an integer array is the array itself, as in NumPy."""
+    """floor/ceil/round of an integer array is the array itself, as in NumPy; of a
+    complex one NumPy has no loop (round has, see ``round``)."""
 
     def fn(x):
         (x,), _ = promote_and_broadcast(x, operation=name)
+        if dtypes.is_complex(x.dtype):
+            raise complex_refused(name)
         return prim_fn(x) if dtypes.is_float(x.dtype) else x
 
     fn.__name__ = name
@@ -90,7 +106,22 @@ ceil = _integral_identity_or(lax.ceil, "ceil")
 _round_half_even = _integral_identity_or(lax.round, "round")
 
 
+def complex_refused(name: str) -> NumbaxTypeError:
+    """NumPy's TypeError for a ufunc with no complex loop."""
+    return NumbaxTypeError(
+        at_line(
+            f"numpy.{name} is not defined on complex numbers (NumPy raises TypeError too); "
+            "apply it to the parts, z.real and z.imag",
+            user_frame_info(),
+        )
+    )
+
+
 def round(x, decimals=0):
+    """Half to even, at ``decimals`` digits; a complex number part by part, as NumPy."""
+    if dtypes.is_complex(result_type(operand(x))):
+        (z,), _ = promote_and_broadcast(x, operation="round")
+        return complex_math.round_parts(z, lambda part: round(part, decimals))
     if decimals == 0:
         return _round_half_even(x)
     (x,), _ = promote_and_broadcast(x, operation="round")
@@ -158,6 +189,8 @@ def _log_base(x, base: int, name: str):
     misses), within about an ulp elsewhere. ``e`` is clamped so ``base**e`` stays a normal
     number; ``x / base**e`` carries 0, inf and NaN through."""
     x = _as_float(x, name)
+    if dtypes.is_complex(x.dtype):
+        return complex_math.log_base(x, base)
     dtype = x.dtype
     limits, log_2 = dtypes.finfo(dtype), math.log(2, base)
     lowest = _typed(math.ceil(log_2 * limits.minexp), dtype)
@@ -180,6 +213,8 @@ def exp2(x):
     """``2 ** x`` by ``pow``: ``exp(x * log(2))`` is hundreds of ulps off for large ``x``,
     where the rounding of ``x * log(2)`` is multiplied by the result."""
     x = _as_float(x, "exp2")
+    if dtypes.is_complex(x.dtype):
+        return complex_math.exp2(x)
     return lax.pow(_typed(2, x.dtype), x)
 
 
@@ -205,8 +240,8 @@ def _binary(prim_fn, name, dtype_rule=None):
 
 
 subtract = _binary(lax.sub, "subtract")
-maximum = _binary(lax.max, "maximum")
-minimum = _binary(lax.min, "minimum")
+maximum = _binary(real_or_complex(lax.max, complex_math.maximum), "maximum")
+minimum = _binary(real_or_complex(lax.min, complex_math.minimum), "minimum")
 
 
 def add(x, y):
@@ -233,10 +268,15 @@ def _comparison_dtype(name, x, y) -> np.dtype:
 
 equal = _binary(lax.eq, "equal", _comparison_dtype)
 not_equal = _binary(lax.ne, "not_equal", _comparison_dtype)
-less = _binary(lax.lt, "less", _comparison_dtype)
-less_equal = _binary(lax.le, "less_equal", _comparison_dtype)
-greater = _binary(lax.gt, "greater", _comparison_dtype)
-greater_equal = _binary(lax.ge, "greater_equal", _comparison_dtype)
+# Complex numbers compare lexicographically, real part first (``complex_math``).
+less = _binary(real_or_complex(lax.lt, complex_math.less), "less", _comparison_dtype)
+less_equal = _binary(
+    real_or_complex(lax.le, complex_math.less_equal), "less_equal", _comparison_dtype
+)
+greater = _binary(real_or_complex(lax.gt, complex_math.greater), "greater", _comparison_dtype)
+greater_equal = _binary(
+    real_or_complex(lax.ge, complex_math.greater_equal), "greater_equal", _comparison_dtype
+)
 
 
 def _bitwise_dtype(name, *xs) -> np.dtype:
@@ -446,11 +486,15 @@ def _clip_bound(x, bound):
 
 def isnan(x):
     x = operand(x)
+    if dtypes.is_complex(result_type(x)):
+        return complex_math.isnan(asarray(x))
     return not_equal(x, x) if dtypes.is_float(result_type(x)) else _full_bool(x, False)
 
 
 def isinf(x):
     x = operand(x)
+    if dtypes.is_complex(result_type(x)):
+        return complex_math.isinf(asarray(x))
     if not dtypes.is_float(result_type(x)):
         return _full_bool(x, False)
     return equal(absolute(x), np.inf)
@@ -458,6 +502,8 @@ def isinf(x):
 
 def isfinite(x):
     x = operand(x)
+    if dtypes.is_complex(result_type(x)):
+        return complex_math.isfinite(asarray(x))
     if not dtypes.is_float(result_type(x)):
         return _full_bool(x, True)
     return less(absolute(x), np.inf)

@@ -37,8 +37,18 @@ class _Parts:
 
 
 def _exp(z: _Parts) -> str:
+    # C99's cexp at the edges, as NumPy's: on the real axis the imaginary zero stays
+    # (exp(inf + 0i) is inf + 0i, not inf * sin 0 = NaN), and exp(-inf + iy) is 0 for
+    # every y (not 0 * cos(inf) = NaN).
     magnitude = z.fn("exp", z.re)
-    return z.make(f"{magnitude} * {z.fn('cos', z.im)}", f"{magnitude} * {z.fn('sin', z.im)}")
+    regular = z.make(f"{magnitude} * {z.fn('cos', z.im)}", f"{magnitude} * {z.fn('sin', z.im)}")
+    zero = z.const(0)
+    real_axis = z.make(magnitude, z.im)
+    vanished = z.make(zero, z.fn("copysign", zero, z.im))
+    return (
+        f"({real_axis} if {z.im} == {zero} else "
+        f"({vanished} if {z.re} == {z.const(-float('inf'))} else {regular}))"
+    )
 
 
 def _log(z: _Parts) -> str:

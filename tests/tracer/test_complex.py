@@ -1,8 +1,12 @@
 """Complex numbers through the front end and the compiled backends: entry and NEP 50
-promotion, construction (``np.complex128(x)``, ``x + 1j * y``), the parts, NumPy's
-special values (division by zero), the text and JSON forms, and the errors."""
+promotion (weak types of Python scalar arguments too), construction (``np.complex128(x)``,
+``x + 1j * y``), the parts, NumPy's special values (division by zero; order, sign, NaN
+tests, rounding, logarithms and exponentials on every pair of special parts), conversion
+to real numbers, the text and JSON forms, and the errors."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -82,6 +86,185 @@ def test_conversion_to_real_is_refused_by_the_ir():
         )
 
 
-def test_ordering_complex_numbers_is_an_error():
-    with pytest.raises(numbax.NumbaxError):
-        numbax.jit(lambda z: z < 1)(Z)
+# Every (real, imaginary) pair of these: signed zeros, infinities and NaN in each part.
+SPECIAL = (0.0, -0.0, 1.0, -2.0, np.inf, -np.inf, np.nan)
+GRID = np.array([complex(a, b) for a in SPECIAL for b in SPECIAL])
+
+
+def _special_pairs(backend):
+    """Every pair of special values; under the simulator the grid against its reverse."""
+    if backend.simulated:
+        return GRID, GRID[::-1].copy()
+    return np.tile(GRID, GRID.size), np.repeat(GRID, GRID.size)
+
+
+def _assert_same_values(got, want):
+    """Equal dtypes and values, signed zeros included; a NaN matches any NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    parts = (np.real, np.imag) if want.dtype.kind == "c" else (np.asarray,)
+    for part in parts:
+        g, w = part(got), part(want)
+        np.testing.assert_array_equal(g, w)
+        if w.dtype.kind == "f":
+            ordinary = ~np.isnan(w)
+            np.testing.assert_array_equal(np.signbit(g[ordinary]), np.signbit(w[ordinary]))
+
+
+def _exact_functions(z, w):
+    """The complex functions whose results are exact: NumPy's bit for bit."""
+    rows = z.reshape(-1, 7)
+    return (
+        z < w, z <= w, z > w, z >= w, z == w, np.maximum(z, w), np.minimum(z, w),
+        np.fmax(z, w), np.fmin(z, w), np.sign(z), np.isnan(z), np.isinf(z), np.isfinite(z),
+        np.round(z * 3.3), np.round(z * 3.37, 1), np.rint(z * 2.5), np.argmax(z), np.argmin(w),
+        np.max(z), np.min(w), np.max(rows, axis=1), np.argmin(rows, axis=0),
+    )  # fmt: skip
+
+
+def test_order_sign_tests_and_rounding_are_numpys_on_special_values(backend):
+    z, w = _special_pairs(backend)
+
+    def both_precisions(z, w):
+        single = z.astype(np.complex64), w.astype(np.complex64)
+        return _exact_functions(z, w), _exact_functions(*single)
+
+    with np.errstate(all="ignore"):
+        expected = both_precisions(z, w)
+    got = backend.to_host(numbax.jit(both_precisions, backend=backend)(z, w))
+    for got_group, expected_group in zip(got, expected, strict=True):
+        for k, (g, e) in enumerate(zip(got_group, expected_group, strict=True)):
+            try:
+                _assert_same_values(g, e)
+            except AssertionError as error:
+                raise AssertionError(f"output {k}: {error}") from None
+
+
+def test_logarithms_and_exponentials_of_complex_numbers(backend):
+    ordinary = RNG.standard_normal(backend.size(12)) * 3 + 1j * RNG.standard_normal(
+        backend.size(12)
+    )
+    z = np.concatenate([GRID if not backend.simulated else GRID[::5], ordinary])
+
+    def f(z):
+        return np.log1p(z), np.expm1(z), np.log2(z), np.log10(z), np.exp2(z)
+
+    for dtype, rtol in ((np.complex128, 1e-12), (np.complex64, 1e-5)):
+        with np.errstate(all="ignore"):
+            expected = f(z.astype(dtype))
+        got = backend.to_host(numbax.jit(f, backend=backend)(z.astype(dtype)))
+        for g, e in zip(got, expected, strict=True):
+            assert g.dtype == e.dtype
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol)
+
+
+def test_log1p_keeps_the_digits_of_small_complex_numbers():
+    # NumPy's log(hypot(1 + x, y)) keeps ~6 of the 16 digits of the real part at 1e-10.
+    z = np.array([1e-10 + 2e-10j, -3e-9 + 1e-12j, 1e-300j, 2e-8 - 1e-8j])
+    for dtype, rtol in ((np.complex128, 1e-15), (np.complex64, 1e-6)):
+        small = z.astype(dtype)
+        exact = small.astype(np.complex128)
+        series = exact - exact**2 / 2 + exact**3 / 3
+        np.testing.assert_allclose(_jit(np.log1p)(small), series, rtol=rtol)
+
+
+def test_complex_sorting_and_clipping():
+    z = np.empty((4, 5), np.complex128)  # many ties, no negative zeros (their order is free)
+    z.real, z.imag = RNG.integers(-2, 3, (2, 4, 5))
+    z[1, 2] = complex(np.nan, 1.0)
+
+    def f(z):
+        bounds = complex(0, -1), 1 + 1j
+        return np.sort(z, axis=-1), np.argsort(z, axis=0, kind="stable"), np.clip(z, *bounds)
+
+    for g, e in zip(_jit(f)(z), f(z), strict=True):
+        _assert_same_values(g, e)
+
+
+def test_functions_numpy_does_not_define_on_complex_numbers_are_refused():
+    for fn in (np.floor, np.ceil, np.trunc, np.cbrt, np.deg2rad, np.signbit):
+        with pytest.raises(numbax.NumbaxTypeError, match=f"{fn.__name__} is not defined on"):
+            _jit(fn)(Z)
+    with pytest.raises(numbax.NumbaxTypeError, match="not defined on complex numbers"):
+        _jit(np.hypot)(Z, Z)
+    with pytest.raises(numbax.NumbaxTypeError, match="arcsin of complex numbers is not supported"):
+        _jit(np.arcsin)(Z)
+
+
+def _conversions(z):
+    buffer = np.zeros(z.shape)
+    buffer[:] = z  # warns
+    return (
+        buffer,
+        z.astype(np.float32),  # warns
+        np.float64(z[0]),  # warns
+        z.astype(np.int64),  # warns
+        np.array(z, dtype=np.float64),  # warns
+        z.astype(bool),
+    )
+
+
+def test_conversion_to_real_keeps_the_real_part_and_warns_as_numpy_does():
+    z = Z * 3
+    first = _conversions.__code__.co_firstlineno
+    warned_lines = {first + 2, first + 5, first + 6, first + 7, first + 8}
+    jitted = _jit(_conversions)
+    with pytest.warns(np.exceptions.ComplexWarning) as record:
+        got = jitted(z)
+    assert {(w.filename, w.lineno) for w in record} == {(__file__, n) for n in warned_lines}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        expected = _conversions(z)
+    for g, e in zip(got, expected, strict=True):
+        _assert_same_values(g, e)
+    with warnings.catch_warnings():  # compiled: no trace, so no second warning
+        warnings.simplefilter("error")
+        jitted(z)
+
+
+def test_the_derivative_of_a_conversion_to_real_is_the_real_parts():
+    weights = np.array([2.0, -1.0, 0.5, 3.0, 1.0, -2.0])
+
+    def f(z):
+        return np.sum(z.astype(np.float64) * weights) + np.float64(z[0]) ** 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        grad = numbax.grad(f)(Z)
+        compiled = numbax.jit(numbax.grad(f), backend="cpu", tiered=False)(Z)
+    # JAX's convention: df/dx - i df/dy, and f depends on the real parts only.
+    expected = weights + np.eye(6)[0] * 2 * Z[0].real
+    np.testing.assert_allclose(grad, expected)
+    np.testing.assert_allclose(compiled, expected)
+
+
+def _weak_expressions(x, s):
+    # Each is NumPy's for a Python float s: a Python scalar stays weak through Python's
+    # arithmetic, so 1j * s meets the float32 array as a Python complex (complex64).
+    return x + 1j * s, x * (s * 2), x + s / 4 - (-s) ** 2, x * (1j * s + 1), x + np.float64(2) * s
+
+
+def test_results_of_weak_arguments_are_weak_as_numpys_python_scalars():
+    x = np.linspace(-1, 1, 3, dtype=np.float32)
+    expected = _weak_expressions(x, 2.5)
+    for backend in ("interpret", "cpu"):
+        got = numbax.jit(_weak_expressions, backend=backend)(x, 2.5)
+        for g, e in zip(got, expected, strict=True):
+            assert g.dtype == e.dtype
+            np.testing.assert_allclose(g, e, rtol=1e-6)
+    batched = numbax.vmap(_weak_expressions, in_axes=(0, None))(np.stack([x, x]), 2.5)
+    assert [b.dtype for b in batched] == [e.dtype for e in expected]
+
+
+def test_ufuncs_of_weak_arguments_are_typed_as_numpys():
+    # NumPy's np.sin(2.5) is a float64 scalar (JAX's jnp.sin would keep it weak): NumPy is
+    # numbax's oracle, so a traced Python scalar gives what the Python scalar gives.
+    x = np.ones(3, np.float32)
+
+    def f(x, s):
+        return x + np.sin(s), x + np.exp(1j * s), x + np.maximum(s, 1.0), x + abs(-s)
+
+    got = numbax.jit(f)(x, 2.5)
+    expected = f(x, 2.5)
+    assert [g.dtype for g in got] == [e.dtype for e in expected]
+    assert [g.dtype for g in got] == [np.float64, np.complex128, np.float64, np.float32]

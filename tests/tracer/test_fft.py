@@ -58,6 +58,12 @@ TRANSFORMS = {
     "float32": (lambda x, norm: np.fft.rfft(x, norm=norm), _real(2, 6, dtype=np.float32)),
     "complex64": (lambda x, norm: np.fft.ifft(x, norm=norm), _complex(5, dtype=np.complex64)),
     "int": (lambda x, norm: np.fft.fft(x, norm=norm), np.arange(6)),
+    "hfft_even": (lambda x, norm: np.fft.hfft(x, norm=norm), _complex(2, 5)),
+    "hfft_odd_n_axis0": (lambda x, norm: np.fft.hfft(x, n=7, axis=0, norm=norm), _complex(4, 3)),
+    "hfft_complex64": (lambda x, norm: np.fft.hfft(x, norm=norm), _complex(6, dtype=np.complex64)),
+    "ihfft_odd": (lambda x, norm: np.fft.ihfft(x, norm=norm), _real(3, 9)),
+    "ihfft_n_axis0": (lambda x, norm: np.fft.ihfft(x, n=4, axis=0, norm=norm), _real(6, 2)),
+    "ihfft_float32": (lambda x, norm: np.fft.ihfft(x, norm=norm), _real(8, dtype=np.float32)),
 }
 
 
@@ -136,6 +142,8 @@ ENERGIES = {
         F.irfft(x, n=2 * x.size - 1, norm=norm) * W(2 * x.size - 1)
     ),
     "fft2": lambda x, norm: np.sum(np.abs(F.fft2(x[:4].reshape(2, 2), norm=norm)) ** 3),
+    "hfft": lambda x, norm: np.sum(F.hfft(x, norm=norm) ** 2 * W(2 * x.size - 2)),
+    "ihfft": lambda x, norm: np.sum(np.abs(F.ihfft(x.real, norm=norm)) ** 2 * W(x.size // 2 + 1)),
 }
 
 
