@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
@@ -323,63 +324,91 @@ class Partition:
     # ------------------------------------------------------------------- graph
 
     def successors(self, gid: int) -> set[int]:
-        found = {self.group_of[i] for i in self.groups[gid].consumers}
-        if gid in self.effect_after:  # an effect's group is its one equation
-            found.add(self.effect_after[gid])
-        return found
+        return set(self._next_kernels(gid))
 
     def predecessors(self, gid: int) -> set[int]:
-        inputs = self.groups[gid].inputs
-        found = {self.group_of[self.producer[v]] for v in inputs if v in self.producer} - {gid}
+        return set(self._previous_kernels(gid))
+
+    def _next_kernels(self, gid: int) -> Iterator[int]:
+        """The kernels that read what ``gid`` computes, or run after it as the next effect,
+        one at a time and maybe repeated: a walk that ends early does not pay for every
+        reader of a large kernel."""
+        for i in self.groups[gid].consumers:
+            yield self.group_of[i]
+        if gid in self.effect_after:  # an effect's group is its one equation
+            yield self.effect_after[gid]
+
+    def _previous_kernels(self, gid: int) -> Iterator[int]:
+        """The kernels that compute what ``gid`` reads, or run before it as the previous
+        effect, one at a time and maybe repeated."""
+        for var in self.groups[gid].inputs:
+            if var in self.producer and self.group_of[self.producer[var]] != gid:
+                yield self.group_of[self.producer[var]]
         if gid in self.effect_before:
-            found.add(self.effect_before[gid])
-        return found
+            yield self.effect_before[gid]
 
     def _reaches(self, source: int, target: int) -> bool:
-        """Whether a path leads from ``source`` to ``target`` through another kernel."""
-        return target in self._forward(source, target)
+        """Whether a path leads from ``source`` to ``target`` through another kernel.
 
-    def _forward(self, source: int, target: int) -> set[int]:
-        """Kernels reachable from ``source`` through others, up to ``target``'s place in
-        the topological order (nothing later leads back to it); ``target`` itself when a
-        path through another kernel reaches it."""
-        limit = self.groups[target].position
-        stack = [g for g in self.successors(source) if g != target and self._position(g) <= limit]
-        seen = set(stack)
+        It is searched from both ends at once and answered by the search that ends first.
+        A large kernel early in the program leads to most kernels after it, while a window
+        late in the program has nothing before it: a search from one end only would walk
+        the whole program between the two on such a merge, and fusing would grow with the
+        square of the program's length."""
+        if self._position(target) < self._position(source):
+            return False  # nothing leads back against the topological order
+        walks = (
+            self._walk(source, target, self._next_kernels),
+            self._walk(target, source, self._previous_kernels),
+        )
+        _, seen = _first_done(walks)
+        return source in seen or target in seen
+
+    def _walk(self, start: int, end: int, step: Callable[[int], Iterator[int]]):
+        """A generator walking the kernels between ``start`` and ``end`` in the topological
+        order that ``start`` leads to (``step`` is ``_next_kernels``) or that lead to it
+        (``_previous_kernels``) through others, one edge per step; it returns their set. It
+        stops on reaching ``end``, which is then in the set: a path through another kernel
+        joins the two."""
+        low, high = sorted((self._position(start), self._position(end)))
+        seen: set[int] = set()
+        stack = [start]
         while stack:
-            for nxt in self.successors(stack.pop()):
-                if nxt not in seen and self._position(nxt) <= limit:
+            node = stack.pop()
+            for nxt in step(node):
+                yield
+                if nxt in seen or not low <= self._position(nxt) <= high:
+                    continue
+                if nxt == end:
+                    if node == start:
+                        continue  # the edge between the two is no path through another
                     seen.add(nxt)
-                    stack.append(nxt)
-        return seen
-
-    def _backward(self, target: int, source: int) -> set[int]:
-        """Kernels that reach ``target``, back to ``source``'s place in the order."""
-        limit = self.groups[source].position
-        stack = [g for g in self.predecessors(target) if g != source and self._position(g) > limit]
-        seen = set(stack)
-        while stack:
-            for prev in self.predecessors(stack.pop()):
-                if prev not in seen and self._position(prev) > limit:
-                    seen.add(prev)
-                    stack.append(prev)
+                    return seen
+                seen.add(nxt)
+                stack.append(nxt)
         return seen
 
     def _reorder(self, a: int, b: int) -> None:
         """Keep the positions a topological order once ``b`` merges into ``a`` (Pearce and
-        Kelly's reordering, for a contraction). The merged kernel takes the later one's
-        place when the earlier one leads to no kernel between the two, else the earlier
-        one's place when no kernel between leads to the later one; otherwise those that
-        lead to the later one move in front of it and those the earlier one leads to
-        behind it. Only kernels between the two are visited."""
+        Kelly's reordering, for a contraction; no path joins the two through a third). The
+        merged kernel takes the later one's place when the earlier one leads to no kernel
+        between the two, or the earlier one's place when no kernel between leads to the
+        later one; otherwise those that lead to the later one move in front of it and
+        those the earlier one leads to behind it. Only kernels between the two are visited,
+        from both ends at once, so an empty side ends the search at once (``_reaches``)."""
         early, late = sorted((a, b), key=self._position)
-        behind = self._forward(early, late)
-        if not behind:
-            self.groups[a].position = self._position(late)
+        walks = (
+            self._walk(early, late, self._next_kernels),
+            self._walk(late, early, self._previous_kernels),
+        )
+        first, found = _first_done(walks)
+        if not found:
+            self.groups[a].position = self._position(late if first == 0 else early)
             return
-        in_front = self._backward(late, early)
-        if not in_front:
-            self.groups[a].position = self._position(early)
+        _, rest = _first_done((walks[1 - first],))
+        behind, in_front = (found, rest) if first == 0 else (rest, found)
+        if not behind or not in_front:
+            self.groups[a].position = self._position(late if not behind else early)
             return
         moved = sorted(in_front, key=self._position) + [a] + sorted(behind, key=self._position)
         slots = sorted(self._position(g) for g in [*in_front, *behind, early, late])
@@ -430,6 +459,17 @@ class Partition:
                 if waiting[nxt] == 0:
                     heapq.heappush(ready, (self.groups[nxt].first, nxt))
         return order
+
+
+def _first_done(walks) -> tuple[int, set]:
+    """Steps the generators ``walks`` (``Partition._walk``) in turn until one is done:
+    its index and the set it returned."""
+    while True:
+        for index, walk in enumerate(walks):
+            try:
+                next(walk)
+            except StopIteration as done:
+                return index, done.value
 
 
 def _window_array(eqn: Eqn) -> set:

@@ -5,9 +5,15 @@ into one kernel, and a Python loop unrolled into many kernels) are optimised at 
 ten times apart. The pipeline must run the same passes the same number of times at both
 sizes (no fixed point that needs more rounds for a longer program), and build at most
 about ten times as many equations: a pass that rebuilt the program once per equation it
-rewrote, or re-fused per merge, would build a hundred times as many."""
+rewrote, or re-fused per merge, would build a hundred times as many.
+
+Fusion's own work is counted the same way: the merge candidates it evaluates and the steps
+of its cycle checks and reorderings (``Partition._walk``, one edge per step)."""
 
 from __future__ import annotations
+
+import functools
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -15,6 +21,7 @@ import pytest
 import numbax
 from numbax import passes
 from numbax.ir import core
+from numbax.passes import fusion
 
 
 def straight_line(steps: int):
@@ -36,27 +43,80 @@ def unrolled_loop(terms: int):
     return program, (np.ones((terms, 8)), np.ones(terms))
 
 
-def optimise_counting_eqns(make, size: int, monkeypatch) -> tuple[int, int, int]:
-    """(traced eqns, eqns built by the passes, pass runs)."""
+@functools.cache
+def optimise_counting_work(make, size: int) -> tuple[int, Counter]:
+    """The traced program's eqns, and what optimising it did: ``built`` eqns, pass
+    ``runs``, fusion's ``candidates`` and ``walk_steps``. Cached: the tests share runs."""
     program, args = make(size)
     closed = numbax.make_jaxpr(program)(*args)
-    built = []
-    original_init = core.Eqn.__init__
+    work: Counter = Counter()
+    original_init, original_saved = core.Eqn.__init__, fusion.Partition.bytes_saved
+    original_walk = fusion.Partition._walk
 
     def counting_init(self, *a, **k):
-        built.append(1)
+        work["built"] += 1
         original_init(self, *a, **k)
 
-    with monkeypatch.context() as patch:
+    def counting_saved(self, a, b):
+        work["candidates"] += 1
+        return original_saved(self, a, b)
+
+    def counting_walk(self, *a):
+        walk = original_walk(self, *a)
+        while True:
+            try:
+                next(walk)
+            except StopIteration as done:
+                return done.value
+            work["walk_steps"] += 1
+            yield
+
+    with pytest.MonkeyPatch.context() as patch:
         patch.setattr(core.Eqn, "__init__", counting_init)
+        patch.setattr(fusion.Partition, "bytes_saved", counting_saved)
+        patch.setattr(fusion.Partition, "_walk", counting_walk)
         _, log = passes.optimize(closed, debug_checks=False)
-    return len(closed.eqns), len(built), len(log)
+    work["runs"] = len(log)
+    return len(closed.eqns), work
 
 
-@pytest.mark.parametrize("make, small", [(straight_line, 40), (unrolled_loop, 20)])
-def test_pass_work_grows_linearly_with_the_program(make, small, monkeypatch):
-    eqns_small, built_small, runs_small = optimise_counting_eqns(make, small, monkeypatch)
-    eqns_large, built_large, runs_large = optimise_counting_eqns(make, small * 10, monkeypatch)
+SIZES = [(straight_line, 40), (unrolled_loop, 20)]
+
+
+def grows_linearly(make, small: int, counted: str) -> bool:
+    """Whether ``counted`` grows at most 1.3 times as fast as the program, tenfold."""
+    eqns_small, work_small = optimise_counting_work(make, small)
+    eqns_large, work_large = optimise_counting_work(make, small * 10)
     assert eqns_large >= 9 * eqns_small  # the program did grow tenfold
-    assert runs_large == runs_small
-    assert built_large <= 1.3 * built_small * eqns_large / eqns_small
+    assert work_small[counted] > 0  # what is counted did happen
+    return work_large[counted] <= 1.3 * work_small[counted] * eqns_large / eqns_small
+
+
+@pytest.mark.parametrize("make, small", SIZES)
+def test_pass_work_grows_linearly_with_the_program(make, small):
+    _, work_small = optimise_counting_work(make, small)
+    _, work_large = optimise_counting_work(make, small * 10)
+    assert work_large["runs"] == work_small["runs"]
+    assert grows_linearly(make, small, "built")
+    assert grows_linearly(make, small, "candidates")
+
+
+@pytest.mark.parametrize(
+    "make, small",
+    [
+        (straight_line, 40),
+        pytest.param(
+            unrolled_loop,
+            20,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue #15 item 4, still open: the running sum's kernel takes in the "
+                "later rows as siblings (they share the array x), so it has a reader per "
+                "later term, and a reordering that must know which kernels it leads to "
+                "walks them all (walk steps x39 for a program x10)",
+            ),
+        ),
+    ],
+)
+def test_fusion_cycle_checks_grow_linearly(make, small):
+    assert grows_linearly(make, small, "walk_steps")
