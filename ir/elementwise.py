@@ -41,6 +41,7 @@ def _quiet(fn):
         with np.errstate(all="ignore"):
             return fn(*args, **params)
 
+    impl.without_errstate = fn  # for a caller already in a quiet errstate (tiered.py)
     return impl
 
 

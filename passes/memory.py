@@ -39,6 +39,27 @@ UPDATES = ("dynamic_update_slice", "scatter")
 VIEWS = ("reshape", "squeeze", "expand_dims")
 
 
+def is_row_window(eqn: Eqn) -> bool:
+    """Whether ``eqn`` is a ``slice`` or ``dynamic_slice`` of whole rows, ``x[s:s + k]``
+    with every axis after the first whole and unit strides: in a C-contiguous array such
+    a window is contiguous itself, so a backend may read it as a view of ``x`` (a loop
+    reading row ``i`` of its carry reads it in place instead of copying it)."""
+    if eqn.prim.name not in ("slice", "dynamic_slice") or not isinstance(eqn.inputs[0], Var):
+        return False
+    shape, window = eqn.inputs[0].aval.shape, eqn.outputs[0].aval.shape
+    if not shape or shape[1:] != window[1:]:
+        return False
+    if eqn.prim.name == "slice":
+        strides = eqn.params["strides"] or (1,) * len(shape)
+        return all(s == 1 for s in strides) and not any(eqn.params["start_indices"][1:])
+    return True
+
+
+def makes_view(eqn: Eqn) -> bool:
+    """Whether a backend may make ``eqn``'s result a view of its operand's memory."""
+    return (eqn.prim.name in VIEWS and isinstance(eqn.inputs[0], Var)) or is_row_window(eqn)
+
+
 @dataclass
 class MemoryPlan:
     """``buffer_of[var]`` is an index into ``buffers``; each buffer is a flat array
@@ -249,7 +270,7 @@ def _output_storage(eqn: Eqn, storage) -> list[frozenset[Var]]:
     def of(atom) -> frozenset[Var]:
         return storage[atom] if isinstance(atom, Var) else frozenset()
 
-    if eqn.prim.name in VIEWS and isinstance(eqn.inputs[0], Var):  # a literal has no memory
+    if makes_view(eqn):  # a literal has no memory: its views are copies
         return [of(eqn.inputs[0])]
     if eqn.prim.name == "kernel":
         return _kernel_output_storage(eqn, of)
@@ -265,7 +286,7 @@ def _kernel_output_storage(eqn: Eqn, of) -> list[frozenset[Var]]:
     body = eqn.params["jaxpr"]
     inner: dict = {v: of(a) for v, a in zip(body.invars, eqn.inputs, strict=True)}
     for body_eqn in body.eqns:
-        if body_eqn.prim.name in VIEWS and isinstance(body_eqn.inputs[0], Var):
+        if makes_view(body_eqn):
             inner[body_eqn.outputs[0]] = inner.get(body_eqn.inputs[0], frozenset())
     first: dict = {}
     memories = []

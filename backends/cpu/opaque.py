@@ -3,9 +3,11 @@
 
 Each emitter returns the lines that bind the output name. Where Numba's NumPy support
 does the job in one call it is used (``reshape``, ``transpose``, basic slicing,
-``concatenate``); every result but a reshape's is a new array (``.copy()``, never
-``ascontiguousarray``, which returns a contiguous slice itself and would let the memory
-plan reuse a buffer that is still read); the indexing ops (``gather``, ``scatter``) and
+``concatenate``); every result but a reshape's and a slice of whole rows' (``x[s:s + k]``,
+a C-contiguous view: ``passes.memory.is_row_window``, which the memory plan counts as
+sharing ``x``'s memory) is a new array (``.copy()``, never ``ascontiguousarray``, which
+returns a contiguous slice itself and would let the memory plan reuse a buffer that is
+still read); the indexing ops (``gather``, ``scatter``) and
 ``cumsum`` are explicit loops, whose semantics are the IR's rather than NumPy's: a gather
 clamps an out-of-range index, a scatter drops an out-of-range update, dynamic slices
 clamp their starts so the window fits (see ``ir/structural.py``). An update
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...ir.core import Eqn, Literal
+from ...passes.memory import is_row_window
 from . import scalar, sorting
 from .callbacks import EMITTERS as CALLBACK_EMITTERS
 from .fft import EMITTERS as FFT_EMITTERS
@@ -84,6 +87,8 @@ def _slice(program, eqn, inputs, out) -> list[str]:
     ]
     if not bounds:
         return [f"{out} = {inputs[0]}.copy()"]
+    if is_row_window(eqn):
+        return [f"{out} = {inputs[0]}{_slices(bounds[:1])}  # a view: whole rows"]
     return [f"{out} = {inputs[0]}{_slices(bounds)}.copy()"]
 
 
@@ -129,6 +134,8 @@ def _dynamic_slice(program, eqn, inputs, out) -> list[str]:
     if not window:
         return [f"{out} = {inputs[0]}.copy()"]
     bounds = [(s, f"{s} + {n}") for s, n in zip(starts, window, strict=True)]
+    if is_row_window(eqn):
+        return lines + [f"{out} = {inputs[0]}{_slices(bounds[:1])}  # a view: whole rows"]
     return lines + [f"{out} = {inputs[0]}{_slices(bounds)}.copy()"]
 
 

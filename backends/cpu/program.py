@@ -27,7 +27,7 @@ import numpy as np
 from ...ir import dtypes
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
-from ...passes.memory import Liveness
+from ...passes.memory import Liveness, makes_view
 from .. import source as escape
 from . import (
     callbacks,
@@ -563,10 +563,11 @@ def _safe_buffers(jaxpr: Jaxpr, plan) -> dict[Var, int]:
         return {}
     aliased = set()
     for eqn in jaxpr.eqns:
-        prims = (
-            {e.prim.name for e in eqn.params["jaxpr"].eqns} if eqn.prim.name == "kernel" else set()
-        )
-        if eqn.prim.name in control.WRITERS or eqn.prim.name in _VIEWS or prims & set(_VIEWS):
+        body = eqn.params["jaxpr"].eqns if eqn.prim.name == "kernel" else ()
+        prims = {e.prim.name for e in body}
+        # A slice of whole rows is a view too (``makes_view``).
+        viewing = prims & set(_VIEWS) or any(map(makes_view, (eqn, *body)))
+        if eqn.prim.name in control.WRITERS or eqn.prim.name in _VIEWS or viewing:
             aliased.update(a for a in eqn.inputs if isinstance(a, Var))
     # A value of one element is a scalar local (``scalar_values``): it has no buffer.
     return {v: b for v, b in plan.buffer_of.items() if v not in aliased and v.aval.size != 1}

@@ -17,6 +17,7 @@ import pytest
 
 import numbax
 from numbax.backends.cpu import backend as cpu_backend
+from numbax.benchmarks import kernels as benchmark_kernels
 from numbax.passes.memory import Liveness
 
 rng = np.random.default_rng(7)
@@ -235,6 +236,25 @@ def offset_stencils(x, y):
     return results
 
 
+def row_windows(a):
+    """Rows of a carry read as views (``a[i - 1]``, ``a[i + 1]``: traced starts, the last
+    one clamped), and windows of those rows, while the loop writes row ``i``; a row shifted
+    into itself (its view read where the update writes); then a static block of rows, and
+    a window of it, that outlive an update of their array."""
+
+    def body(i, a):
+        above, below = a[i - 1], a[i + 1]
+        a = a.at[i, 1:-1].set(above[:-2] + above[2:] + below[1:-1] * 0.5)
+        here = a[i]
+        return a.at[i, 1:].set(here[:-1] * 0.25)
+
+    a = numbax.fori_loop(1, a.shape[0], body, a * 1.0)
+    block = a[1:3]
+    first = block[:1]
+    updated = a.at[1].set(-1.0)
+    return updated, block * 2.0, first + a[2:].sum(axis=0)
+
+
 def x5():
     return rng.standard_normal(5)
 
@@ -258,6 +278,7 @@ CASES = {
     "while_fill": (while_fill, lambda: (x5(),)),
     "refused_window_stores": (refused_window_stores, lambda: (rng.random(5), rng.random(2))),
     "offset_stencils": (offset_stencils, lambda: (rng.random(8), rng.random(8))),
+    "row_windows": (row_windows, lambda: (rng.random((6, 5)),)),
     "window_stores_in_a_loop": (
         window_stores_in_a_loop,
         lambda: (rng.random(6), rng.random((4, 5)), rng.random((4, 5)), rng.random((3, 6))),
@@ -433,6 +454,54 @@ def test_the_benchmark_stencil_has_no_copy_inside_its_loop():
     body = loop_body(source)
     assert body.count("in place") == 2
     assert not re.search(r"= \w+\.copy\(\)$", body, flags=re.M)
+
+
+def numpy_row_windows(a):
+    a = a.copy()
+    for i in range(1, a.shape[0]):
+        above, below = a[i - 1].copy(), a[min(i + 1, a.shape[0] - 1)].copy()
+        a[i, 1:-1] = above[:-2] + above[2:] + below[1:-1] * 0.5
+        a[i, 1:] = a[i, :-1] * 0.25  # NumPy reads the whole right side first
+    block = a[1:3].copy()
+    updated = a.copy()
+    updated[1] = -1.0
+    return updated, block * 2.0, block[:1] + a[2:].sum(axis=0)
+
+
+def test_row_windows_match_numpy(backend):
+    a = rng.random((6, 5))
+    want = numpy_row_windows(a)
+    assert_same(backend.to_host(numbax.jit(row_windows, backend=backend)(a)), want)
+
+
+def test_rows_are_read_as_views_where_nothing_writes_them_while_read():
+    """Slices of whole rows are views (``# a view``), never ``.copy()``; the block of rows
+    read after its array's update makes that update copy instead."""
+    source = cpu_source(row_windows, rng.random((6, 5)))
+    views = [line for line in source.splitlines() if "# a view: whole rows" in line]
+    assert len(views) == 4, views  # a[i - 1], a[i + 1], a[i], a[1:3]
+    assert not re.search(r"\[start_\d+:start_\d+ \+ 1[^\]]*\]\.copy\(\)", source)
+    (update,) = [line for line in update_lines(source) if "in place" not in line]
+    assert update.endswith(".copy()")
+
+
+def test_seidel_reads_its_rows_in_place():
+    """benchmarks' seidel-2d: the row loop reads the three rows as views; its one copy is
+    the point loop's own row (the point loop writes it while the row update still reads
+    the carry's old row)."""
+    loops = benchmark_kernels.library_loops(numbax.fori_loop, numbax.scan)
+
+    def seidel(a):
+        return benchmark_kernels.seidel_2d(numbax.numpy, loops, a, steps=2)
+
+    a = rng.random((8, 8))
+    source = cpu_source(seidel, a)
+    rows = loop_body(loop_body(source))
+    assert rows.count("# a view: whole rows") == 3
+    (copy,) = [line for line in rows.splitlines() if ".copy()" in line]
+    assert re.match(r"\s+carry_\d+, carry_\d+ = _k\d+, \w+\.copy\(\)$", copy)
+    want = benchmark_kernels.seidel_2d(np, benchmark_kernels.EAGER_NUMPY, a, steps=2)
+    assert_same(numbax.jit(seidel, backend="cpu")(a), want)
 
 
 def numpy_refused_window_stores(x, w):
