@@ -90,11 +90,13 @@ def run_implementation(
         row.status, row.reason = FAILED, f"wrong answer: {_first_line(error)}"
         return row
     try:
+        single = workload.style in SINGLE_CALL_STYLES
         row.timing = measure(
             lambda: function(*inputs),
             implementation.sync,
             settings,
-            single_call_samples=workload.style in SINGLE_CALL_STYLES,
+            single_call_samples=single,
+            between=implementation.finish if single else None,
         )
     except Exception as error:
         # It ran once correctly and then broke: still a failure, not "not supported".

@@ -81,11 +81,15 @@ def measure(
     sync: Callable[[Any], None],
     settings: TimingSettings,
     single_call_samples: bool = False,
+    between: Callable[[], None] | None = None,
 ) -> Timing:
     """Time `call` (already warmed up by the caller).
 
     `single_call_samples` is for calls that are each a new compilation or a new process:
-    every call is its own sample and none is spent on calibration.
+    every call is its own sample and none is spent on calibration. `between` runs, untimed,
+    before each sample: it waits for what the samples before left running (numbax's
+    background compiles of earlier first calls, which would otherwise compete with this
+    sample's interpreted call for the GIL).
     """
     time.sleep(settings.settle_s)
     calls = 1
@@ -99,6 +103,8 @@ def measure(
     while len(samples) < settings.min_samples or (
         len(samples) < settings.max_samples and time.perf_counter() - start < settings.budget_s
     ):
+        if between is not None:
+            between()
         samples.append(_timed_calls(call, sync, calls) / calls)
     return Timing(tuple(samples), calls)
 
