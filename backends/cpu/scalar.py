@@ -172,6 +172,8 @@ def _rem(ctx, dtype, out_dtype, x, y, **_):
 
 @emitter("pow")
 def _pow(ctx, dtype, out_dtype, x, y, **_):
+    if _is_complex(dtype):
+        return cast(dtype, f"{ctx.function(INTRINSICS, 'complex_pow')}({x}, {y})")
     return f"np.power({x}, {y})"
 
 
@@ -223,6 +225,9 @@ def _compare(ctx, dtype, out_dtype, x, y, *, prim):
 
 @emitter("integer_pow")
 def _integer_pow(ctx, dtype, out_dtype, x, *, y, **_):
+    if _is_complex(dtype):  # NumPy's products and its zero and infinite cases
+        exponent = ctx.constant(complex(y), dtype)
+        return cast(dtype, f"{ctx.function(INTRINSICS, 'complex_pow')}({x}, {exponent})")
     one = ctx.constant(1, dtype)
     exponent = abs(y)
     if exponent == 0:

@@ -140,6 +140,62 @@ def test_order_sign_tests_and_rounding_are_numpys_on_special_values(backend):
                 raise AssertionError(f"output {k}: {error}") from None
 
 
+def _assert_close_parts(got, want, rtol):
+    """The NaNs and infinities of each part where NumPy has them, and finite parts within
+    ``rtol`` of the complex number's magnitude (complex64 powers: NumPy computes them in
+    float32, numbax in float64 and rounds once, so a part NumPy gets as 1e-8 may be 1e-17)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    for part in (np.real, np.imag):
+        g, w = part(got), part(want)
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_array_equal(g[np.isinf(w)], w[np.isinf(w)])
+        finite = np.isfinite(w)
+        error = np.abs(g[finite] - w[finite])
+        bound = rtol * np.maximum(np.abs(want[finite]), np.finfo(w.dtype).tiny)
+        bad = np.flatnonzero(error > bound)
+        assert bad.size == 0, (g[finite][bad[:5]], w[finite][bad[:5]])
+
+
+def _powers(z, w):
+    return z**w, z.astype(np.complex64) ** w.astype(np.complex64), z**3, z ** (-2.0)
+
+
+def _check_powers(backend, z, w):
+    with np.errstate(all="ignore"):
+        expected = _powers(z, w)
+    got = backend.to_host(numbax.jit(_powers, backend=backend)(z, w))
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+        rtol = 1e-5 if e.dtype == np.complex64 else 1e-12
+        try:
+            _assert_close_parts(np.asarray(g), e, rtol)
+        except AssertionError as error:
+            raise AssertionError(f"output {k}: {error}") from None
+
+
+CUDA_POWER = (
+    "the cuda backend's complex power is Numba's polar form: NaN where NumPy gives 0 or "
+    "inf (zero bases, infinite exponents)"
+)
+
+
+def test_power_is_numpys_on_special_values(backend):
+    """x ** y for ordinary values (integer bases and exponents among them, which NumPy
+    multiplies out), then over every pair of special values: infinite exponents, zero
+    and unit-circle bases."""
+    n = backend.size(40)
+    z = RNG.standard_normal(n) + 1j * RNG.standard_normal(n)
+    w = RNG.standard_normal(n) * 3 + 1j * RNG.standard_normal(n)
+    z[: n // 4] = np.round(z[: n // 4].real * 3) + 1j * np.round(z[: n // 4].imag)
+    w[: n // 4] = np.round(w[: n // 4].real * 5) + 0j
+    _check_powers(backend, z, w)
+    try:
+        _check_powers(backend, *_special_pairs(backend))
+    except AssertionError:
+        if backend == "cuda":
+            pytest.xfail(CUDA_POWER)
+        raise
+
+
 def test_logarithms_and_exponentials_of_complex_numbers(backend):
     ordinary = RNG.standard_normal(backend.size(12)) * 3 + 1j * RNG.standard_normal(
         backend.size(12)
