@@ -291,8 +291,13 @@ def window_stores(steps: list, liveness: Liveness, in_place: dict) -> dict:
             continue  # a loop kernel, a host step, or a kernel of another generator
         if liveness.eqns[index].outputs[0] not in in_place:
             continue
+        window = update_window(liveness.eqns[index])
+        if value.aval.shape != window.update.aval.shape or (
+            len(window.starts) != len(window.operand.aval.shape)
+        ):
+            continue  # stored through a reshape: the map kernel indexes the update's shape
         position = step.eqn.outputs.index(value)
-        windows.setdefault(made, {})[position] = (index, update_window(liveness.eqns[index]))
+        windows.setdefault(made, {})[position] = (index, window)
     return windows
 
 
