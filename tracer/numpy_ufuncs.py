@@ -56,24 +56,30 @@ def _register(table, *names):
     return register
 
 
-# NumPy defines these on complex numbers and numbax does not yet; every other function
-# here has no complex loop in NumPy either.
-_NOT_YET_COMPLEX = ("arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh")
-
-
 def _refuse_complex(dtype, name):
-    if not dtypes.is_complex(dtype):
-        return
-    if name in _NOT_YET_COMPLEX:
-        raise NumbaxTypeError(
-            at_line(
-                f"numpy.{name} of complex numbers is not supported by numbax yet; compute "
-                "it outside the traced function, or from np.log and np.sqrt of complex "
-                "numbers, which numbax traces",
-                user_frame_info(),
-            )
-        )
-    raise ufuncs.complex_refused(name)
+    """NumPy has no complex loop for the functions here, except the inverse trigonometric
+    and hyperbolic ones (``_or_complex``)."""
+    if dtypes.is_complex(dtype):
+        raise ufuncs.complex_refused(name)
+
+
+def _or_complex(complex_fn):
+    """A real unary ufunc that hands complex operands to ``complex_fn``
+    (``complex_math``), NumPy's complex loop of the same name."""
+
+    def decorate(real_fn):
+        def fn(x):
+            x = operand(x)
+            dtype = _inexact_dtype(x)
+            if not dtypes.is_complex(dtype):
+                return real_fn(x)
+            (z,), _ = promote_and_broadcast(x, dtype=dtype, operation=real_fn.__name__)
+            return complex_fn(z)
+
+        fn.__name__, fn.__doc__ = real_fn.__name__, real_fn.__doc__
+        return fn
+
+    return decorate
 
 
 def _real_float(x, name):
@@ -117,24 +123,28 @@ def _sqrt_one_minus_square(x):
 
 
 @_register(UFUNCS, "arcsin", "asin")
+@_or_complex(complex_math.arcsin)
 def arcsin(x):
     x = _real_float(x, "arcsin")
     return lax.atan2(x, _sqrt_one_minus_square(x))
 
 
 @_register(UFUNCS, "arccos", "acos")
+@_or_complex(complex_math.arccos)
 def arccos(x):
     x = _real_float(x, "arccos")
     return lax.atan2(_sqrt_one_minus_square(x), x)
 
 
 @_register(UFUNCS, "arctan", "atan")
+@_or_complex(complex_math.arctan)
 def arctan(x):
     x = _real_float(x, "arctan")
     return lax.atan2(x, _typed(1, x.dtype))
 
 
 @_register(UFUNCS, "arcsinh", "asinh")
+@_or_complex(complex_math.arcsinh)
 def arcsinh(x):
     """``log1p(a + a*a / (1 + sqrt(1 + a*a)))`` for ``a = |x|`` (no cancellation for small
     ``a``), ``log(a) + log(2)`` once ``a*a`` would swamp 1 (and later overflow); ``x``
@@ -159,6 +169,7 @@ def arcsinh(x):
 
 
 @_register(UFUNCS, "arccosh", "acosh")
+@_or_complex(complex_math.arccosh)
 def arccosh(x):
     """``log1p(t + sqrt(t) * sqrt(t + 2))`` for ``t = x - 1`` (exact near 1, where the
     slope is infinite), ``log(x) + log(2)`` for large ``x``."""
@@ -174,6 +185,7 @@ def arccosh(x):
 
 
 @_register(UFUNCS, "arctanh", "atanh")
+@_or_complex(complex_math.arctanh)
 def arctanh(x):
     """``(log1p(x) - log1p(-x)) / 2``: exact near +-1 (``1 - x`` is computed exactly inside
     ``log1p``), odd to the last bit, and ``-0.0`` stays ``-0.0``."""

@@ -200,3 +200,50 @@ def test_jacobians_of_a_holomorphic_function():
     # A real function of complex inputs by reverse mode: rows are JAX's conjugate gradients.
     rows = numbax.jacrev(lambda z: np.abs(z) ** 2)(z)
     np.testing.assert_allclose(rows, np.diag(2 * np.conj(z)))
+
+
+# The inverse trigonometric and hyperbolic functions and their derivatives f'(z).
+INVERSE_TRIGONOMETRIC = {
+    "arcsin": lambda z: 1 / np.sqrt(1 - z * z),
+    "arccos": lambda z: -1 / np.sqrt(1 - z * z),
+    "arctan": lambda z: 1 / (1 + z * z),
+    "arcsinh": lambda z: 1 / np.sqrt(1 + z * z),
+    "arccosh": lambda z: 1 / (np.sqrt(z - 1) * np.sqrt(z + 1)),
+    "arctanh": lambda z: 1 / (1 - z * z),
+}
+# Off the cuts: near 0 (the small-z forms), in every quadrant, close to the branch points,
+# and past 2**27 (the asymptotic forms).
+Z_INVERSE = np.array([3e-4 - 2e-4j, 0.3 + 0.7j, -1.1 + 0.4j, 2.0 - 0.5j, -0.8 - 1.9j,
+                      1.001 + 1e-3j, -1e-3 + 0.999j, 3e8 - 4e8j])  # fmt: skip
+
+
+def test_inverse_trigonometric_derivatives_are_holomorphic():
+    """``grad(holomorphic=True)`` of each function, in one compiled program, is its
+    derivative and the difference quotient in the real and the imaginary direction."""
+
+    def derivatives(z):
+        return tuple(
+            numbax.grad(lambda z, name=name: np.sum(getattr(np, name)(z)), holomorphic=True)(z)
+            for name in INVERSE_TRIGONOMETRIC
+        )
+
+    got = numbax.jit(derivatives, backend="interpret")(Z_INVERSE)
+    step = STEP * np.maximum(1, np.abs(Z_INVERSE)) * 1e-2
+    for (name, derivative), g in zip(INVERSE_TRIGONOMETRIC.items(), got, strict=True):
+        f = getattr(np, name)
+        # The quotient's own rounding: a few ulps of f(z) divided by the step.
+        rounding = 8 * np.finfo(float).eps * np.abs(f(Z_INVERSE)) / step
+        for direction in (1, 1j):
+            moved = step * direction
+            quotient = (f(Z_INVERSE + moved) - f(Z_INVERSE - moved)) / (2 * moved)
+            error = np.abs(g - quotient)
+            assert np.all(error <= 1e-6 * np.abs(g) + rounding), (name, direction, error)
+        np.testing.assert_allclose(g, derivative(Z_INVERSE), rtol=1e-12, err_msg=name)
+
+
+def test_inverse_trigonometric_functions_batch():
+    z = Z_INVERSE.reshape(2, 4)
+    for name in INVERSE_TRIGONOMETRIC:
+        f = getattr(np, name)
+        batched = numbax.vmap(lambda row, f=f: f(row[::-1]) * row[0])(z)
+        np.testing.assert_allclose(batched, [f(row[::-1]) * row[0] for row in z], rtol=1e-14)
