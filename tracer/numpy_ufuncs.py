@@ -36,7 +36,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, at_line
-from . import complex_math, functionalize, lax, ufuncs
+from . import complex_arctrig, complex_math, functionalize, lax, ufuncs
 from .control_flow import while_loop
 from .core import Tracer
 from .promote import asarray, operand, promote_and_broadcast, result_type
@@ -123,28 +123,28 @@ def _sqrt_one_minus_square(x):
 
 
 @_register(UFUNCS, "arcsin", "asin")
-@_or_complex(complex_math.arcsin)
+@_or_complex(complex_arctrig.arcsin)
 def arcsin(x):
     x = _real_float(x, "arcsin")
     return lax.atan2(x, _sqrt_one_minus_square(x))
 
 
 @_register(UFUNCS, "arccos", "acos")
-@_or_complex(complex_math.arccos)
+@_or_complex(complex_arctrig.arccos)
 def arccos(x):
     x = _real_float(x, "arccos")
     return lax.atan2(_sqrt_one_minus_square(x), x)
 
 
 @_register(UFUNCS, "arctan", "atan")
-@_or_complex(complex_math.arctan)
+@_or_complex(complex_arctrig.arctan)
 def arctan(x):
     x = _real_float(x, "arctan")
     return lax.atan2(x, _typed(1, x.dtype))
 
 
 @_register(UFUNCS, "arcsinh", "asinh")
-@_or_complex(complex_math.arcsinh)
+@_or_complex(complex_arctrig.arcsinh)
 def arcsinh(x):
     """``log1p(a + a*a / (1 + sqrt(1 + a*a)))`` for ``a = |x|`` (no cancellation for small
     ``a``), ``log(a) + log(2)`` once ``a*a`` would swamp 1 (and later overflow); ``x``
@@ -169,7 +169,7 @@ def arcsinh(x):
 
 
 @_register(UFUNCS, "arccosh", "acosh")
-@_or_complex(complex_math.arccosh)
+@_or_complex(complex_arctrig.arccosh)
 def arccosh(x):
     """``log1p(t + sqrt(t) * sqrt(t + 2))`` for ``t = x - 1`` (exact near 1, where the
     slope is infinite), ``log(x) + log(2)`` for large ``x``."""
@@ -185,7 +185,7 @@ def arccosh(x):
 
 
 @_register(UFUNCS, "arctanh", "atanh")
-@_or_complex(complex_math.arctanh)
+@_or_complex(complex_arctrig.arctanh)
 def arctanh(x):
     """``(log1p(x) - log1p(-x)) / 2``: exact near +-1 (``1 - x`` is computed exactly inside
     ``log1p``), odd to the last bit, and ``-0.0`` stays ``-0.0``."""
