@@ -392,8 +392,13 @@ DTYPE_NOTES = (
     "compiled call does not trace again, so it does not warn again). Its derivative is the "
     "real part's. To bool it is NumPy's: either part nonzero, no warning.",
     "- **`numpy.fft.hfft`/`ihfft`** are `irfft`/`rfft` of the conjugate, as NumPy's.",
-    "- Not yet on complex operands: the inverse trigonometric and hyperbolic functions "
-    "(`arcsin`, ..., `arctanh`), refused with an error naming the operation.",
+    "- **`arcsin`, `arccos`, `arctan`, `arcsinh`, `arccosh`, `arctanh`** of complex numbers "
+    "follow FreeBSD's catrig (Hull, Fairgrieve and Tang), as NumPy does: within a few ulps of "
+    "NumPy's over the whole plane (near the branch points ±1, ±i too, and for `|z|` past "
+    "2^27, 2^12 in complex64, where the asymptotic forms take over before a square can "
+    "overflow), C99's special values, and the side of a cut picked by the sign of a zero "
+    "part. Their derivatives are the holomorphic ones (`1 / sqrt(1 - z*z)`, ...), on the "
+    "side of the cut the value is taken.",
     "",
     "## Weak types of Python scalars (NEP 50)",
     "",
