@@ -11,8 +11,9 @@ conversions, as LLVM instructions:
   float64 rounds to float16 directly (``fptrunc double to half``), as NumPy casts it:
   through float32 it would round twice.
 - bfloat16: the upper half of a float32's bits (widening is a shift); narrowing rounds
-  to nearest even and makes a NaN the quiet NaN of its sign, as ml_dtypes does, and a
-  float64 goes through float32, as ml_dtypes' cast does.
+  to nearest even and makes a NaN the quiet NaN of its sign, as ml_dtypes does; a float64
+  is rounded once, correctly (through a float32 rounded to odd: the LLVM IR is shared with
+  the cuda backend, ``backends.float_rounding``), as ml_dtypes >= 0.7.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
+
+from ..float_rounding import float32_rounded_to_odd
 
 _HALF = ir.HalfType()
 _I16 = ir.IntType(16)
@@ -71,7 +74,7 @@ def bfloat16_from_float(typingctx, x):
         return None
 
     def codegen(context, builder, signature, args):
-        value = args[0] if x == types.float32 else builder.fptrunc(args[0], _F32)
+        value = args[0] if x == types.float32 else float32_rounded_to_odd(builder, args[0])
         bits = builder.bitcast(value, _I32)
         # Round to nearest even: add 0x7fff plus the lowest kept bit, then truncate.
         lowest_kept = builder.and_(builder.lshr(bits, ir.Constant(_I32, 16)), ir.Constant(_I32, 1))

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import dtypes
+from ..float_rounding import float32_rounded_to_odd
 from .options import simulating
 
 
@@ -51,6 +52,11 @@ def simulated_to_float32(bits):
 
 def simulated_from_float(x):
     value = np.float32(x)
+    if isinstance(x, (float, np.float64)) and value == value and np.float64(value) != x:
+        # float64: rounded to odd into float32 first, so the one rounding below is the
+        # correctly rounded bfloat16 of x (as ml_dtypes >= 0.7 casts), never a double one.
+        odd = value.view(np.uint32) - np.uint32(abs(np.float64(value)) > abs(x))
+        value = (odd | np.uint32(1)).view(np.float32)
     bits = value.view(np.uint32)
     upper = bits >> np.uint32(16)
     if value != value:
@@ -71,7 +77,7 @@ def _from_float_code(context, builder, signature, args):
     from llvmlite import ir
 
     i16, i32, f32 = ir.IntType(16), ir.IntType(32), ir.FloatType()
-    value = args[0] if args[0].type == f32 else builder.fptrunc(args[0], f32)
+    value = args[0] if args[0].type == f32 else float32_rounded_to_odd(builder, args[0])
     bits = builder.bitcast(value, i32)
     upper = builder.lshr(bits, ir.Constant(i32, 16))
     lowest_kept = builder.and_(upper, ir.Constant(i32, 1))
@@ -105,7 +111,10 @@ if simulating():
     bfloat16_to_float32 = simulated_to_float32
     bfloat16_from_float = simulated_from_float
 else:
-    from numba.cuda.extending import intrinsic
-
-    bfloat16_to_float32 = intrinsic(typing_to_float32)
-    bfloat16_from_float = intrinsic(typing_from_float)
+    try:
+        from numba.cuda.extending import intrinsic
+    except ImportError:  # no numba-cuda: no kernel compiles, so nothing calls these
+        bfloat16_to_float32 = bfloat16_from_float = None
+    else:
+        bfloat16_to_float32 = intrinsic(typing_to_float32)
+        bfloat16_from_float = intrinsic(typing_from_float)

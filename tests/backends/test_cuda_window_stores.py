@@ -18,8 +18,8 @@ import pytest
 
 import numbax
 import numbax.numpy as xnp
-from benchmarks import kernels
 from numbax.backends.cuda.program import Step, StoredUpdate
+from numbax.benchmarks import kernels
 
 LOOPS = kernels.library_loops(numbax.fori_loop, numbax.scan)
 STEPS = 3
