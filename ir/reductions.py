@@ -20,12 +20,31 @@ def _reduce_rule(name):
     return rule
 
 
+def _accumulating_in_float32(impl):
+    """``impl`` that reads float16 and bfloat16 operands as float32 and rounds its result
+    to the narrow dtype once: the sums, products and contractions of narrow floats
+    accumulate in float32, as the compiled backends do (``passes/narrow_floats.py``) and
+    as NumPy's float16 ``sum`` does along a contiguous axis. (NumPy rounds after every
+    step along other axes, and ml_dtypes' bfloat16 loops always do: an order-dependent
+    result that the compiled code could not match.)"""
+
+    def accumulating(*operands, **params):
+        narrow = operands[0].dtype
+        if not dtypes.is_narrow_float(narrow):
+            return impl(*operands, **params)
+        wide = [np.asarray(x, np.float32) for x in operands]
+        with np.errstate(over="ignore"):  # a float32 result too large for the narrow dtype
+            return np.asarray(impl(*wide, **params)).astype(narrow)
+
+    return accumulating
+
+
 def _reducer(np_fn):
     def impl(x, *, axes):
         with np.errstate(all="ignore"):
             return np.asarray(np_fn(x, axis=tuple(axes)), dtype=x.dtype)
 
-    return impl
+    return impl if np_fn in (np.max, np.min) else _accumulating_in_float32(impl)
 
 
 REDUCTIONS = {
@@ -71,6 +90,7 @@ def _cumsum_rule(x: ShapedArray, *, axis, reverse):
     return x
 
 
+@_accumulating_in_float32
 def _cumsum(x, *, axis, reverse):
     if reverse:
         return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
@@ -108,6 +128,7 @@ def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers):
     return ShapedArray(dot_general_shape(lhs.shape, rhs.shape, dimension_numbers), lhs.dtype)
 
 
+@_accumulating_in_float32
 def _dot_general(lhs, rhs, *, dimension_numbers):
     """Move dims to (batch, free, contract) order and use matmul (BLAS)."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers

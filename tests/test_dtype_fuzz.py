@@ -8,7 +8,8 @@ transcendental functions, NaN, infinities and float16 overflow), and an example 
 all of them into one ``jit`` function, so each example compiles once. NumPy is the
 oracle for values and dtypes; bfloat16, which NumPy does not promote by NEP 50, is
 checked against NumPy's float32 program rounded to bfloat16 after every operation, which
-is what NumPy's float16 loops do and what numbax does for both narrow floats.
+is what NumPy's float16 loops do and what numbax does for both narrow floats (with
+sums, products and contractions accumulated in float32 and rounded once).
 
 Integers must match exactly. Floats match within 2 ulps of the narrow dtype after a
 transcendental function (computed in float32 by both, then rounded: a float32 ulp apart
@@ -188,20 +189,26 @@ def _inexact(steps) -> bool:
 
 
 def _reassociation_tolerance(steps, name, x) -> float:
-    """A float sum's error bound in float32 (both accumulate in float32, in orders
-    that differ): n eps32 times the sum of the magnitudes summed. A bfloat16 product
-    rounds to bfloat16 after each factor, as ml_dtypes' NumPy loop does, where the oracle
-    rounds the float32 product once: n bfloat16 ulps of the largest product."""
-    if _dtype(name).kind != "f" or not steps or steps[-1][0] not in REASSOCIATED | {"prod"}:
+    """A float sum's or product's error bound (n roundings of unit u, times the largest
+    magnitude involved). numbax accumulates narrow floats in float32 and rounds once, as
+    the bfloat16 oracle does (u = eps32, for the other order of a sum); NumPy's float16
+    loops round to float16 after each step along an axis that is not the innermost
+    (u = eps16 / 2 against that oracle)."""
+    if (
+        not dtypes.is_float(_dtype(name))
+        or not steps
+        or steps[-1][0] not in REASSOCIATED | {"prod"}
+    ):
         return 0.0
+    unit = 2.0**-11 if name == "float16" else 2.0**-23
     operand = oracle(steps[:-1], name, x).astype(np.float64)
-    magnitudes = np.abs(operand[np.isfinite(operand)])
     if steps[-1][0] == "prod":
-        if name != "bfloat16":
+        if name != "float16":
             return 0.0
         product = np.abs(oracle(steps, name, x).astype(np.float64))
-        return operand.size * 2.0**-8 * float(np.max(product[np.isfinite(product)], initial=0))
-    return operand.size * 2.0**-23 * float(magnitudes.sum())
+        return operand.size * unit * float(np.max(product[np.isfinite(product)], initial=0))
+    magnitudes = np.abs(operand[np.isfinite(operand)])
+    return operand.size * unit * float(magnitudes.sum())
 
 
 DTYPE_NAMES = INTS + FLOATS
