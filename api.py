@@ -54,6 +54,32 @@ from .transforms import vmap as batched
 CacheInfo = namedtuple("CacheInfo", ["traces", "hits", "misses", "size"])
 
 
+def _fast_signature(args) -> tuple | None:
+    """The fast path's key of positional ``args``: per argument, a NumPy array's shape and
+    dtype, or a tuple of those for a tuple of arrays; None for anything else. (Loops,
+    not generators: this runs on every call.)"""
+    signature = []
+    for a in args:
+        kind = type(a)
+        if kind is np.ndarray:
+            signature.append((a.shape, a.dtype))
+        elif kind is tuple:
+            part = ["tuple"]
+            for x in a:
+                if type(x) is not np.ndarray:
+                    return None
+                part.append((x.shape, x.dtype))
+            signature.append(tuple(part))
+        else:
+            return None
+    return tuple(signature)
+
+
+def _fast_leaves(args) -> list:
+    """The arrays of arguments ``_fast_signature`` accepts, in pytree order."""
+    return [x for a in args for x in (a if type(a) is tuple else (a,))]
+
+
 def _to_array(leaf, aval: ShapedArray, keep_device: bool = False):
     """The argument as the executable takes it: a NumPy array, or the device array
     itself when the executable runs on the device (``accepts_device_arrays``). An accepted
@@ -357,17 +383,20 @@ class JitFunction:
         # An api boundary written out rather than decorated: a wrapper would cost every
         # call a frame, and a try block costs nothing until it catches.
         try:
-            # Fast path: positional NumPy arrays of supported dtypes, nothing static. The
-            # key is built without flattening a pytree; a miss takes the general path.
-            if not kwargs and self._fast_ok and all(type(a) is np.ndarray for a in args):
+            # Fast path: positional NumPy arrays of supported dtypes, or tuples of them (a
+            # model's parameters), nothing static. The key is built without flattening a
+            # pytree; a miss takes the general path.
+            signature = _fast_signature(args) if not kwargs and self._fast_ok else None
+            if signature is not None:
                 backend_name = self.backend or backends.default_backend_name()
-                key = (backend_name, tuple([(a.shape, a.dtype) for a in args]))
-                entry = self._fast.get(key)
+                entry = self._fast.get((backend_name, signature))
                 if entry is not None:
                     self._count_hit()
                     executable, out_tree = entry
-                    outs = executable(*args)
-                    return outs[0] if out_tree is None else tree_unflatten(out_tree, outs)
+                    outs = executable(*_fast_leaves(args))
+                    if out_tree is None or out_tree is tuple:  # one array, a tuple of arrays
+                        return outs[0] if out_tree is None else tuple(outs)
+                    return tree_unflatten(out_tree, outs)
             return self._call_general(args, kwargs)
         except NumbaxError as err:
             traceback_util.filter_traceback(err)
@@ -412,13 +441,18 @@ class JitFunction:
 
     def _remember_fast(self, args, kwargs, avals_weak, backend_name, executable, out_tree):
         """Enter this signature in the fast-path cache when the fast path can see it."""
-        if kwargs or not all(type(a) is np.ndarray for a in args):
+        signature = None if kwargs else _fast_signature(args)
+        if signature is None:
             return
-        if any(a.dtype != aval.dtype for a, (aval, _) in zip(args, avals_weak, strict=False)):
+        leaves = _fast_leaves(args)
+        if any(a.dtype != aval.dtype for a, (aval, _) in zip(leaves, avals_weak, strict=True)):
             return
-        single = out_tree.num_leaves == 1 and out_tree.kind == "leaf"
-        key = (backend_name, tuple([(a.shape, a.dtype) for a in args]))
-        self._fast[key] = (executable, None if single else out_tree)
+        shape = out_tree
+        if out_tree.kind == "leaf":
+            shape = None
+        elif out_tree.kind is tuple and all(c.kind == "leaf" for c in out_tree.children):
+            shape = tuple
+        self._fast[(backend_name, signature)] = (executable, shape)
 
     def _count_hit(self) -> None:
         with self._counting:
