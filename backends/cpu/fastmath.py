@@ -8,7 +8,9 @@ whatever the caller's, and they are branch-free (every ``a if cond else b`` sele
 between values already computed), so LLVM's loop vectoriser turns the loop into SIMD
 code. There are no ``math``/``np`` calls and no Python-semantics division (its
 divide-by-zero check would be a branch that blocks vectorisation): division, bit casts
-and polynomial evaluation are small LLVM intrinsics defined below.
+and polynomial evaluation are small LLVM intrinsics defined below. The algorithms'
+building blocks (``_helper``) are ``forceinline`` functions too, each compiled once per
+argument types and shared by every function that uses it.
 
 Each algorithm is written once, generic over the float type, and reads its numbers from
 a constants table (``_FLOAT32`` or ``_FLOAT64``); ``exp_f32`` is ``_exp`` with its
@@ -468,15 +470,26 @@ _HALF_PI_LOW = float.fromhex("0x1.1a62633145c07p-54")
 
 # ---------------------------------------------------------------------------------------
 # The algorithms, generic over the float type of x.
+#
+# Each building block is its own compiled function, inlined by LLVM (``forceinline``), not
+# by Numba (``inline="always"``): Numba's inliner deep-copies and retypes the callee's IR
+# at every call site, so sin_f64 alone took seconds to compile, and each block was
+# compiled again for every public function that uses it. Compiled once per argument
+# types, a block is shared (sin's reduction by cos, expm1's kernel by exp, tanh and
+# logistic), and the first use of a function in a process compiles about 0.6x as long.
+# After inlining, the machine code is the same: results are bit for bit those of the
+# Numba-inlined version, and the loops vectorise as before. No Python or C wrappers:
+# only compiled code calls them.
+_helper = njit(forceinline=True, fastmath=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
-@njit(inline="always")
+@_helper
 def _power_of_two(k, like, consts):
     """2^k as a float of ``like``'s type, for k in the normal exponent range."""
     return _float_from_bits((k + consts.exponent_bias) << consts.mantissa_bits, like)
 
 
-@njit(inline="always")
+@_helper
 def _expm1_kernel(r, consts):
     """expm1(r) for |r| <= ln2/2, as a double-word: high + low."""
     square_term = r * r * _polynomial(r, consts.expm1_poly)
@@ -484,7 +497,7 @@ def _expm1_kernel(r, consts):
     return high, (r - high) + square_term  # Fast2Sum: |r| > |square_term|
 
 
-@njit(inline="always")
+@_helper
 def _exp_reduced(x, consts):
     """(e, e_low, k) with exp(x) = 2^k (1 + e + e_low), k an integer, |x| <= exp_high.
 
@@ -503,7 +516,7 @@ def _exp_reduced(x, consts):
     return e, e_low + (lost + lost * e), _bits(shifted) - consts.shifter_bits
 
 
-@njit(inline="always")
+@_helper
 def _exp(x, consts):
     # The clamps keep k where 2^k splits into two normal factors; NaN passes them.
     x = consts.exp_low if x < consts.exp_low else x
@@ -515,7 +528,7 @@ def _exp(x, consts):
     return scaled * _power_of_two(k - half, x, consts)
 
 
-@njit(inline="always")
+@_helper
 def _expm1(x, consts):
     clamped = consts.expm1_low if x < consts.expm1_low else x
     clamped = consts.exp_high if clamped > consts.exp_high else clamped
@@ -535,7 +548,7 @@ def _expm1(x, consts):
     return x if abs(x) < consts.identity_below else y
 
 
-@njit(inline="always")
+@_helper
 def _log_of_normal(u, k_offset, correction, consts):
     """log(u) + k_offset ln2 + correction, for positive normal u and tiny correction."""
     # Subtracting the bits of sqrt(1/2) makes the exponent field floor(log2(u / sqrt(1/2)))
@@ -551,7 +564,7 @@ def _log_of_normal(u, k_offset, correction, consts):
     return k * consts.ln2_head - ((half_f_squared - small) - f)
 
 
-@njit(inline="always")
+@_helper
 def _log(x, consts):
     subnormal = x < consts.min_normal
     u = x * consts.subnormal_scale if subnormal else x
@@ -562,7 +575,7 @@ def _log(x, consts):
     return -consts.inf if x == consts.zero else y
 
 
-@njit(inline="always")
+@_helper
 def _log1p(x, consts):
     u = consts.one + x
     # The rounding error of 1 + x, exact by Fast2Sum, which subtracts the bigger operand.
@@ -574,7 +587,7 @@ def _log1p(x, consts):
     return x if abs(x) < consts.identity_below else y
 
 
-@njit(inline="always")
+@_helper
 def _tanh(x, consts):
     # e = expm1(-2|x|) as in _expm1, simpler since k <= 0: 2^k is one normal factor.
     minus_2a = -consts.two * abs(x)
@@ -586,14 +599,14 @@ def _tanh(x, consts):
     return _float_from_bits(_bits(magnitude) | (_bits(x) & consts.sign_mask), x)
 
 
-@njit(inline="always")
+@_helper
 def _logistic(x, consts):
     e = _exp(-abs(x), consts)
     numerator = consts.one if x >= consts.zero else e
     return _divide(numerator, consts.one + e)
 
 
-@njit(inline="always")
+@_helper
 def _two_sum(a, b):
     """a + b as the rounded sum and its rounding error, exactly (Knuth's TwoSum)."""
     total = a + b
@@ -601,7 +614,7 @@ def _two_sum(a, b):
     return total, (a - (total - b_part)) + (b - b_part)
 
 
-@njit(inline="always")
+@_helper
 def _exponent_row(x):
     """x (scaled down if huge) and its row of a reduction table: the biased exponent."""
     exponent = (_bits(x) >> 52) & 0x7FF
@@ -609,14 +622,14 @@ def _exponent_row(x):
     return scaled, exponent
 
 
-@njit(inline="always")
+@_helper
 def _minus_nearest(v):
     """(v - n, n) for n the integer nearest to v: both exact."""
     n = _round_even(v)
     return v - n, n
 
 
-@njit(inline="always")
+@_helper
 def _reduce_half_pi_f64(x):
     """(r, lo, q) with x = q pi/2 + r + lo (mod 2 pi), |r| <= pi/4 (plus rounding), q an
     int32, for any float64 x.
@@ -654,7 +667,7 @@ def _reduce_half_pi_f64(x):
     return high, r_low - (high - r), _small_float_to_int(n1 + n2)
 
 
-@njit(inline="always")
+@_helper
 def _reduce_half_pi_f32(x):
     """``_reduce_half_pi_f64`` for a float32 x (given as a float64): two pieces of 2/pi
     make f to 2^-80, and f pi/2 in one float64 is far more than float32 needs."""
@@ -667,7 +680,7 @@ def _reduce_half_pi_f32(x):
     return f * _HALF_PI_HIGH, 0.0, _small_float_to_int(n)
 
 
-@njit(inline="always")
+@_helper
 def _sin_shifted(x, quarter_turns, consts):
     """sin(x + quarter_turns * pi/2)."""
     if consts.mantissa_bits == 52:  # a constant: LLVM keeps one branch
@@ -688,13 +701,13 @@ def _sin_shifted(x, quarter_turns, consts):
     return -y if q & 2 else y
 
 
-@njit(inline="always")
+@_helper
 def _sin(x, consts):
     y = _sin_shifted(x, 0, consts)
     return x if abs(x) < consts.sin_identity_below else y
 
 
-@njit(inline="always")
+@_helper
 def _cos(x, consts):
     return _sin_shifted(x, 1, consts)
 

@@ -1,12 +1,11 @@
 """``fastmath``'s functions as separately compiled Numba functions, cached on disk.
 
-``fastmath`` marks its functions ``inline="always"``: Numba then copies their IR into
-every caller and types it again there, which costs seconds per program (Numba's IR
-inliner deep-copies the callee for each call site). The generated code calls these
-wrappers instead. Each is compiled once per process, or loaded from the disk cache, and
-LLVM inlines its optimised code into the caller's loop when the program is linked, where
-it vectorises as before. The wrapper module is generated (``functions()``) and keyed like
-a program, so editing ``fastmath.py`` invalidates the cached wrappers too.
+Compiling a ``fastmath`` function takes up to seconds (sin's exact reduction most), once
+per process; the generated code calls these wrappers instead, which are compiled once
+and then loaded from the disk cache by every later process. LLVM inlines a wrapper's
+optimised code into the caller's loop when the program is linked, where it vectorises.
+The wrapper module is generated (``functions()``) and keyed like a program, so editing
+``fastmath.py`` invalidates the cached wrappers too.
 
 Generated code imports it as ``from numbax.backends.cpu.mathlib import functions as fm``.
 """
