@@ -38,6 +38,7 @@ from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern, has_side_effects
 from .broadcasts import copy_cheap_producers, hoist_broadcasts
 from .dce import eliminate_dead_code
+from .fusion_order import ListOrder
 from .kernels import (
     UNIT_RESHAPES,
     WINDOWS,
@@ -118,7 +119,6 @@ class Group:
     consumers: set  # equations outside the group that read what it produces
     guarded_reads: set  # variables its broadcasts and contractions read (``reads_across``)
     first: int  # its first equation
-    position: int  # its place in a topological order of the groups
 
     @property
     def mergeable(self) -> bool:
@@ -157,8 +157,10 @@ class Partition:
                 {r for v in eqn.outputs for r in self.readers.get(v, ())},
                 set(_read_vars(eqn)) if guarded else _window_array(eqn),
                 i,
-                i,  # program order is a topological order
             )
+        # The groups in a topological order, kept one through every merge (``_reorder``):
+        # program order is one to begin with.
+        self.order = ListOrder(range(len(self.eqns)))
 
     # ------------------------------------------------------------------ merging
 
@@ -370,14 +372,15 @@ class Partition:
         (``_previous_kernels``) through others, one edge per step; it returns their set. It
         stops on reaching ``end``, which is then in the set: a path through another kernel
         joins the two."""
-        low, high = sorted((self._position(start), self._position(end)))
+        labels = self.order.labels  # no merge moves a kernel while it is walked
+        low, high = sorted((labels[start], labels[end]))
         seen: set[int] = set()
         stack = [start]
         while stack:
             node = stack.pop()
             for nxt in step(node):
                 yield
-                if nxt in seen or not low <= self._position(nxt) <= high:
+                if nxt in seen or not low <= labels[nxt] <= high:
                     continue
                 if nxt == end:
                     if node == start:
@@ -389,34 +392,34 @@ class Partition:
         return seen
 
     def _reorder(self, a: int, b: int) -> None:
-        """Keep the positions a topological order once ``b`` merges into ``a`` (Pearce and
-        Kelly's reordering, for a contraction; no path joins the two through a third). The
-        merged kernel takes the later one's place when the earlier one leads to no kernel
-        between the two, or the earlier one's place when no kernel between leads to the
-        later one; otherwise those that lead to the later one move in front of it and
-        those the earlier one leads to behind it. Only kernels between the two are visited,
-        from both ends at once, so an empty side ends the search at once (``_reaches``)."""
+        """Keep ``order`` a topological order once ``b`` merges into ``a`` (no path joins
+        the two through a third). The kernels between the two are searched from both ends
+        at once, as ``_reaches`` does, and the search that ends first decides, so a merge
+        costs what its cheaper side costs. If the search from the earlier one ends first,
+        the merged kernel takes the later one's place and the kernels between that the
+        earlier one leads to move right behind it; if the search back from the later one
+        ends first, the merged kernel takes the earlier one's place and the kernels
+        between that lead to the later one move right in front of it. Either way every
+        kernel keeps what it reads in front of it and its readers behind it (Pearce and
+        Kelly's reordering, moving one side only, which the order's labels allow)."""
         early, late = sorted((a, b), key=self._position)
         walks = (
             self._walk(early, late, self._next_kernels),
             self._walk(late, early, self._previous_kernels),
         )
         first, found = _first_done(walks)
-        if not found:
-            self.groups[a].position = self._position(late if first == 0 else early)
-            return
-        _, rest = _first_done((walks[1 - first],))
-        behind, in_front = (found, rest) if first == 0 else (rest, found)
-        if not behind or not in_front:
-            self.groups[a].position = self._position(late if not behind else early)
-            return
-        moved = sorted(in_front, key=self._position) + [a] + sorted(behind, key=self._position)
-        slots = sorted(self._position(g) for g in [*in_front, *behind, early, late])
-        for gid, slot in zip(moved, slots, strict=False):
-            self.groups[gid].position = slot
+        if (late if first == 0 else early) == a:
+            self.order.remove(b)
+        else:
+            self.order.take_place(a, of=b)
+        moved = sorted(found, key=self._position)
+        if first == 0:
+            self.order.move_after(moved, a)
+        else:
+            self.order.move_before(moved, a)
 
     def _position(self, gid: int) -> int:
-        return self.groups[gid].position
+        return self.order.labels[gid]
 
     # ------------------------------------------------------------------- output
 

@@ -101,22 +101,6 @@ def test_pass_work_grows_linearly_with_the_program(make, small):
     assert grows_linearly(make, small, "candidates")
 
 
-@pytest.mark.parametrize(
-    "make, small",
-    [
-        (straight_line, 40),
-        pytest.param(
-            unrolled_loop,
-            20,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue #15 item 4, still open: the running sum's kernel takes in the "
-                "later rows as siblings (they share the array x), so it has a reader per "
-                "later term, and a reordering that must know which kernels it leads to "
-                "walks them all (walk steps x39 for a program x10)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("make, small", SIZES)
 def test_fusion_cycle_checks_grow_linearly(make, small):
     assert grows_linearly(make, small, "walk_steps")
