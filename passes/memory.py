@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var
 from ..ir.primitive import Pattern
+from .pointwise import pointwise_refusal
 from .window_stores import store_refusal, update_window
 
 # Functional updates: the output is operand 0 with some elements replaced.
@@ -221,7 +222,7 @@ class Liveness:
             return "the value is the caller's array, an input or a result of the program"
         made = self.made_at.get(value)
         if made is None:
-            return _pointwise_refusal(self.eqns[index], output, value)
+            return _body_overwrite_refusal(self.eqns[index], output, value)
         if made >= index:
             return f"the value is made by eqn {made}, not before eqn {index}"
         last = self.last_read.get(value, made)
@@ -299,14 +300,10 @@ def _kernel_output_storage(eqn: Eqn, of) -> list[frozenset[Var]]:
     return memories
 
 
-def _pointwise_refusal(eqn: Eqn, output: Var, value: Var) -> str | None:
-    """Why ``eqn``'s kernel may not write ``output`` over ``value``, a value its body makes.
-
-    It may when the body reads ``value`` only on the way to that one output and only at
-    the point being written (elementwise ops of ``value``'s shape): each element is then
-    read before the output overwrites it and never after, in whatever order a loop
-    visits the points and the outputs.
-    """
+def _body_overwrite_refusal(eqn: Eqn, output: Var, value: Var) -> str | None:
+    """Why ``eqn``'s kernel may not write ``output`` over ``value``, a value its body makes:
+    it may when the body reads ``value`` only pointwise on the way to that one output
+    (``pointwise.pointwise_refusal``)."""
     body = eqn.params.get("jaxpr") if eqn.prim.name == "kernel" else None
     if body is None or output not in eqn.outputs:
         return "the value is not made by the kernel that writes the output"
@@ -318,19 +315,7 @@ def _pointwise_refusal(eqn: Eqn, output: Var, value: Var) -> str | None:
         return "the value is itself a result of the kernel"
     if (value.aval.shape, value.aval.dtype) != (result.aval.shape, result.aval.dtype):
         return "the value and the output differ in shape or dtype"
-    reached = {value}
-    for inner in body.eqns:
-        if not any(isinstance(a, Var) and a in reached for a in inner.inputs):
-            continue
-        pointwise = inner.prim.pattern is Pattern.ELEMENTWISE and all(
-            v.aval.shape == value.aval.shape for v in inner.outputs
-        )
-        if not pointwise:
-            return f"{inner.prim.name} reads the value at other points than the one written"
-        reached.update(inner.outputs)
-    if any(v in reached and v is not result for v in body.outvars):
-        return "another output of the kernel reads the value"
-    return None
+    return pointwise_refusal(body, [value], result, "the value")
 
 
 def plan_memory(program: Jaxpr | ClosedJaxpr, liveness: Liveness | None = None) -> MemoryPlan:

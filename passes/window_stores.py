@@ -16,6 +16,9 @@ it writes and only pointwise on the way to ``v``: each element is then read befo
 kernel overwrites it and never after, in whatever order its loops visit the points. A
 Gauss-Seidel-like read of ``x`` at other points (``x[1:-1] = f(x[:-2], x[2:])``) is
 refused, so it reads the old values from ``x`` and writes them through the temporary.
+So is an update that reads its operand or its value through a reshape of another shape
+(a backend that drops reshape kernels hands it their operands): a store indexes the
+window by the shapes the update reads.
 
 The fused program does not change: the decision is an analysis the memory plan makes
 (``Liveness.window_stores``) and a backend may act on (the CPU backend does; one that
@@ -28,15 +31,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..ir.core import Atom, Eqn, Jaxpr, Literal, Var
-from ..ir.primitive import Pattern
+from .pointwise import pointwise_refusal
 
 if TYPE_CHECKING:
     from .memory import Liveness
 
 WINDOWS = ("slice", "dynamic_slice")
-# Ops that move no element when their result has the same dims but for 1s: they keep
-# the iteration point (broadcast_dimensions are increasing).
-UNIT_MOVES = ("reshape", "squeeze", "expand_dims", "broadcast_in_dim")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,15 @@ class UpdateWindow:
     operand: Atom
     update: Atom
     starts: tuple[Atom, ...]
+    # The operand's and the update's shapes as the update reads them. A backend that
+    # drops reshape kernels (CUDA: every buffer is flat) hands a kernel the reshapes'
+    # operands, whose shapes then differ (``reshaped``).
+    read_shapes: tuple[tuple[int, ...], tuple[int, ...]]
+
+    @property
+    def reshaped(self) -> bool:
+        """Whether the operand or the update is read through a reshape of another shape."""
+        return (self.operand.aval.shape, self.update.aval.shape) != self.read_shapes
 
     def static_start(self, dim: int) -> int | None:
         """Start ``dim`` clamped so the window fits (the IR's rule), when it is a literal."""
@@ -60,7 +69,8 @@ def update_window(eqn: Eqn) -> UpdateWindow | None:
     """The window a ``dynamic_update_slice`` eqn (alone, or as a kernel of that one op)
     writes, or None for any other eqn."""
     if eqn.prim.name == "dynamic_update_slice":
-        return UpdateWindow(eqn.inputs[0], eqn.inputs[1], tuple(eqn.inputs[2:]))
+        shapes = (eqn.inputs[0].aval.shape, eqn.inputs[1].aval.shape)
+        return UpdateWindow(eqn.inputs[0], eqn.inputs[1], tuple(eqn.inputs[2:]), shapes)
     if eqn.prim.name != "kernel" or len(eqn.params["jaxpr"].eqns) != 1:
         return None
     body = eqn.params["jaxpr"]
@@ -69,7 +79,8 @@ def update_window(eqn: Eqn) -> UpdateWindow | None:
         return None
     top = dict(zip(body.invars, eqn.inputs, strict=True))
     atoms = [top.get(a, a) if isinstance(a, Var) else a for a in inner.inputs]
-    return UpdateWindow(atoms[0], atoms[1], tuple(atoms[2:]))
+    shapes = (inner.inputs[0].aval.shape, inner.inputs[1].aval.shape)
+    return UpdateWindow(atoms[0], atoms[1], tuple(atoms[2:]), shapes)
 
 
 def store_refusal(liveness: Liveness, index: int) -> str | None:
@@ -82,6 +93,8 @@ def store_refusal(liveness: Liveness, index: int) -> str | None:
     update = window.update
     if not window.starts:
         return "a rank-0 update replaces the whole value"
+    if window.reshaped:
+        return "the update reads its operand or its value through a reshape"
     if not isinstance(update, Var) or update not in liveness.made_at:
         return "the update is not computed by the program"
     made = liveness.made_at[update]
@@ -126,34 +139,19 @@ def _kernel_refusal(kernel: Eqn, update: Var, window: UpdateWindow, memory: set)
 
 def _pointwise_refusal(body: Jaxpr, operand: Var, result: Var, window, top) -> str | None:
     """Why ``body`` may read its input ``operand`` (the destination) at other points than
-    the ones it stores ``result`` at: through anything but the window it writes, or
-    through it into anything but elementwise ops and unit moves on the way to ``result``,
-    over its points."""
-    reached: set = set()
+    the ones it stores ``result`` at: through anything but the window it writes, or from
+    that window into anything but a pointwise walk to ``result`` (unit moves included:
+    ``pointwise.pointwise_refusal``)."""
+    windows = []
     for eqn in body.eqns:
-        if any(a is operand for a in eqn.inputs):
-            if eqn.prim.name not in WINDOWS or eqn.inputs[0] is not operand:
-                return f"the kernel reads the operand through {eqn.prim.name}, not a window"
-            if not _same_window(eqn, window, top):
-                return "the kernel reads the operand through another window than it writes"
-            reached.add(eqn.outputs[0])
-        elif any(isinstance(a, Var) and a in reached for a in eqn.inputs):
-            # A reshape or broadcast that only adds or drops unit dims keeps each element
-            # where it was: ``y.at[i].set(y[i] * 2)`` reads row ``i`` through one.
-            pointwise = (
-                eqn.prim.pattern is Pattern.ELEMENTWISE or eqn.prim.name in UNIT_MOVES
-            ) and all(_live(v.aval.shape) == _live(result.aval.shape) for v in eqn.outputs)
-            if not pointwise:
-                return f"{eqn.prim.name} reads the operand at other points than the one written"
-            reached.update(eqn.outputs)
-    if any(v in reached and v is not result for v in body.outvars):
-        return "another output of the kernel reads the operand"
-    return None
-
-
-def _live(shape: tuple) -> list[int]:
-    """The dims of ``shape`` that are not 1, in order: what a unit move keeps."""
-    return [n for n in shape if n != 1]
+        if not any(a is operand for a in eqn.inputs):
+            continue
+        if eqn.prim.name not in WINDOWS or eqn.inputs[0] is not operand:
+            return f"the kernel reads the operand through {eqn.prim.name}, not a window"
+        if not _same_window(eqn, window, top):
+            return "the kernel reads the operand through another window than it writes"
+        windows.append(eqn.outputs[0])
+    return pointwise_refusal(body, windows, result, "the operand", unit_moves=True)
 
 
 def _same_window(eqn: Eqn, window: UpdateWindow, top: dict) -> bool:

@@ -22,20 +22,21 @@ and vectorise:
   float64 sum (see ``reductions``).
 - ``complex_div``: NumPy's complex division (Smith's algorithm, and a zero divisor gives
   inf and NaN parts), where Numba's raises ZeroDivisionError; ``complex_pow``: NumPy's
-  complex power, where Numba's polar form gives NaN for infinite exponents.
+  complex power, where Numba's polar form gives NaN for infinite exponents. Both are
+  ``backends/complex_functions.py``'s, which the cuda backend compiles too.
 """
 
 from __future__ import annotations
 
-import cmath
 import math
 import sys
 
-import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from ..complex_functions import complex_functions
 
 # The only fast-math flag numbax's generated code carries, anywhere (every other float
 # instruction, CPU and CUDA, is strict IEEE). ``reassoc`` alone is what the loop
@@ -231,120 +232,12 @@ def integer_pow(x, y, one):
     return result
 
 
-@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
-def complex_div(a, b):
-    """``a / b`` as NumPy's complex loops compute it (in complex128)."""
-    a, b = complex(a), complex(b)
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    abs_br, abs_bi = abs(br), abs(bi)
-    if abs_br >= abs_bi:
-        if abs_br == 0.0 and abs_bi == 0.0:
-            return complex(ar / abs_br, ai / abs_bi)
-        ratio = bi / br
-        scale = 1.0 / (br + bi * ratio)
-        return complex((ar + ai * ratio) * scale, (ai - ar * ratio) * scale)
-    ratio = br / bi
-    scale = 1.0 / (bi + br * ratio)
-    return complex((ar * ratio + ai) * scale, (ai * ratio - ar) * scale)
+def _lazily_compiled(signature):
+    """``complex_functions``' ``compile``: an njit function, compiled for the types it is
+    called with (they convert to complex128 first). Not cached on disk: Numba's cache key
+    of a closure pickles the functions it calls, which differ in every process (a program
+    calling them is cached with their code in it)."""
+    return njit(error_model="numpy", no_cfunc_wrapper=True)
 
 
-@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
-def _complex_mul(a, b):
-    """The schoolbook complex product, as NumPy's complex loops multiply."""
-    return complex(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real)
-
-
-@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
-def _unit(x):
-    """C99 Annex G's "box" of an infinite part: +-1 for an infinity, +-0 otherwise."""
-    return math.copysign(1.0 if math.isinf(x) else 0.0, x)
-
-
-@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
-def _zero_if_nan(x):
-    return math.copysign(0.0, x) if math.isnan(x) else x
-
-
-@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
-def _c99_mul(a, b):
-    """``a * b`` as C's complex multiply (C99 Annex G, ``__muldc3``): the schoolbook
-    product, and where both of its parts are NaN but an operand is infinite, the infinity
-    it should be. ``cpow``'s ``b * log(a)`` is this product."""
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    real, imag = ar * br - ai * bi, ar * bi + ai * br
-    if not (math.isnan(real) and math.isnan(imag)):
-        return complex(real, imag)
-    recompute = False
-    if math.isinf(ar) or math.isinf(ai):
-        ar, ai, br, bi = _unit(ar), _unit(ai), _zero_if_nan(br), _zero_if_nan(bi)
-        recompute = True
-    if math.isinf(br) or math.isinf(bi):
-        ar, ai, br, bi = _zero_if_nan(ar), _zero_if_nan(ai), _unit(br), _unit(bi)
-        recompute = True
-    if not recompute:
-        products = (ar * br, ai * bi, ar * bi, ai * br)
-        if (
-            math.isinf(products[0])
-            or math.isinf(products[1])
-            or math.isinf(products[2])
-            or (math.isinf(products[3]))
-        ):
-            ar, ai = _zero_if_nan(ar), _zero_if_nan(ai)
-            br, bi = _zero_if_nan(br), _zero_if_nan(bi)
-            recompute = True
-    if not recompute:
-        return complex(real, imag)
-    return complex(math.inf * (ar * br - ai * bi), math.inf * (ar * bi + ai * br))
-
-
-@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
-def _c99_exp(z):
-    """``exp(z)`` with C99's special values (Numba's gives NaN imaginary parts where the
-    imaginary part is 0 and the real part overflows or is infinite)."""
-    x, y = z.real, z.imag
-    if y == 0.0 and not math.isnan(x):
-        return complex(math.exp(x), y)
-    if math.isinf(x) and not math.isfinite(y):
-        if x < 0.0:
-            return complex(0.0, 0.0)
-        return complex(math.inf, math.nan)
-    if math.isinf(x) and x < 0.0:
-        return complex(0.0 * math.cos(y), 0.0 * math.sin(y))
-    return cmath.exp(z)
-
-
-@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
-def complex_pow(a, b):
-    """``a ** b`` as NumPy's complex loops compute it (``npy_cpow``, in complex128): 1 for
-    a zero exponent, 0 ** b as 0 when b's real part is positive and NaN otherwise, a real integer
-    exponent under 100 in magnitude by repeated products (exact, and infinities handled as
-    products handle them), else ``exp(b * log(a))``, the C library's ``cpow``. Numba's own
-    complex power goes through polar form, which gives NaN where these give 0 or inf (an
-    infinite exponent, a base on the unit circle)."""
-    a, b = complex(a), complex(b)
-    br, bi = b.real, b.imag
-    if br == 0.0 and bi == 0.0:
-        return complex(1.0, 0.0)
-    if a.real == 0.0 and a.imag == 0.0:
-        if br > 0.0:
-            return complex(0.0, 0.0)
-        return complex(np.nan, np.nan)
-    if bi == 0.0 and -100.0 < br < 100.0 and br == np.trunc(br):
-        n = int(br)
-        if n == 1:
-            return a
-        if n == 2:
-            return _complex_mul(a, a)
-        if n == 3:
-            return _complex_mul(a, _complex_mul(a, a))
-        n = abs(n)
-        result, power = complex(1.0, 0.0), a
-        while True:
-            if n & 1:
-                result = _complex_mul(result, power)
-            n >>= 1
-            if n == 0:
-                break
-            power = _complex_mul(power, power)
-        return complex_div(complex(1.0, 0.0), result) if br < 0.0 else result
-    return _c99_exp(_c99_mul(b, cmath.log(a)))
+complex_div, complex_pow = complex_functions(_lazily_compiled, math)

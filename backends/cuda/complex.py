@@ -6,7 +6,9 @@ Arithmetic and comparisons are Numba's operators. libdevice has no complex funct
 and Numba's ``cmath`` needs a GPU driver to compile, so exp, log, sqrt, sin, cos and
 tanh are written out from libdevice's real functions of the parts (in the parts'
 precision: float32 for complex64), and division is NumPy's (Smith's algorithm; a zero
-divisor gives inf and nan parts, where Numba's raises).
+divisor gives inf and nan parts, where Numba's raises). Powers are ``complex_power``
+(``devicelib``), the cpu backend's NumPy power in complex128: Numba's polar form gives
+NaN where NumPy gives 0 or inf.
 """
 
 from __future__ import annotations
@@ -128,14 +130,14 @@ def _operator(op: str):
     return rule
 
 
+def _pow(args, eqn):
+    return cast(f"complex_power({args[0]}, {args[1]})", _dtype(eqn))
+
+
 def _integer_pow(args, eqn):
-    (x,), y, dtype = args, eqn.params["y"], _dtype(eqn)
-    if y == 0:
-        return constant(1, dtype)
-    power = cast(" * ".join([x] * abs(y)) if abs(y) <= 4 else f"{x} ** {abs(y)}", dtype)
-    if y > 0:
-        return power
-    return _divide(_Parts(constant(1, dtype), dtype), _Parts(f"({power})", dtype))
+    # NumPy's products, and its zero and infinite cases: the exponent as a complex number.
+    dtype = _dtype(eqn)
+    return cast(f"complex_power({args[0]}, {constant(complex(eqn.params['y']), dtype)})", dtype)
 
 
 COMPLEX_RULES = {
@@ -147,7 +149,7 @@ COMPLEX_RULES = {
     "tanh": _function(_tanh),
     "rsqrt": _rsqrt,
     "div": _div,
-    "pow": _operator("**"),
+    "pow": _pow,
     "neg": lambda args, eqn: cast(f"-{args[0]}", _dtype(eqn)),
     "abs": lambda args, eqn: libdevice(
         "hypot", dtypes.real_dtype(_dtype(eqn)), f"{args[0]}.real", f"{args[0]}.imag"

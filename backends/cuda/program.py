@@ -3,9 +3,9 @@
 The input is whatever ``passes.optimize`` made (kernel eqns, and control flow), or any
 unoptimised jaxpr (``build_program`` called directly): a plain eqn becomes a kernel of
 one op, a nested call (``jit_call``, ``checkpoint``, ``custom_vjp_call``) is spliced
-in (``passes.inline``). Reshapes between
-kernels cost nothing on the device (every buffer is flat and C-ordered), so a reshape
-kernel is dropped and its readers read its operand's buffer.
+in (``passes.inline``). Reshapes between kernels cost nothing on the device (every
+buffer is flat and C-ordered), so a reshape kernel is dropped and its readers read its
+operand's buffer (``views``). The program is a list of steps in blocks (``steps``).
 
 A matmul of float16 or bfloat16 operands reads them as they are stored: the kernels
 that widen them to float32 fold into the contraction kernel (``narrow_matmul``). A
@@ -29,43 +29,70 @@ window (``Liveness.window_stores``), that kernel writes ``dst[start + i]`` and t
 launches nothing (a ``StoredUpdate``): a stencil sweep ``x.at[1:-1].set(f(y))`` in a
 loop body is one launch per iteration, with no temporary.
 
-Each kernel gets a generator by what it contains (a contraction, reductions, a scatter,
-a cumsum, or only elementwise and data-movement ops) and becomes one ``cuda.jit``
-function in one module (every block's kernels together), named after the user's
-function and commented with its jaxpr.
+A block is built in two steps, so that each kernel is generated once. Laid out first:
+which eqns are kernels, loop kernels or host steps, and a kernel beyond the generators
+split into kernels of one op each (``generators``), so the liveness reads the eqns the
+device runs; every kernel is generated then but a map kernel and an update's window
+kernel, which wait. Once the liveness and the plan (``block_memory``) prove the window
+stores, each waiting kernel is generated with its stores, and each update they fill
+becomes a ``StoredUpdate``. A kernel is named after the user's function and its serial
+among the program's kernels (a ``StoredUpdate`` keeps its serial, so the names have a
+gap there), and commented with its jaxpr; every block's kernels make one module.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from functools import partial
 
-from ...ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ...ir.core import ClosedJaxpr, Eqn, Jaxpr
 from ...ir.higher_order import kernel_p
-from ...ir.primitive import Pattern
-from ...passes import plan_memory
 from ...passes.inline import inline_calls
-from ...passes.memory import Liveness, LoopLayout, LoopOwnership, updated_operand
-from ...passes.window_stores import update_window
+from ...passes.memory import Liveness, LoopLayout
 from .. import source as escape
-from . import loader
-from .callbacks import NAMES as CALLBACK_NAMES
+from .block_memory import plan_block, window_stores
 from .callbacks import host_call
-from .contraction import contraction_kernel
-from .cumsum import cumsum_kernel
 from .elementwise import map_kernel
-from .fft import RUNNERS as FFT_RUNNERS
-from .linalg import RUNNERS as LINALG_RUNNERS
+from .generators import (
+    CALLS,
+    as_kernel,
+    generate,
+    generator_of,
+    is_map,
+    kernel_body,
+    map_refusal,
+    split_kernel,
+)
 from .loop import element_shape, loop_kernel
 from .narrow_matmul import fold_widened_operands
 from .options import CudaOptions
-from .reducers import REDUCERS
-from .reduction import reduction_kernel
 from .scalar_kernels import fold_scalar_kernels
-from .scatter import scatter_kernel, window_kernel
-from .sort import RUNNERS as SORT_RUNNERS
-from .writer import CodegenError, KernelSource, KernelWriter
+from .scatter import window_kernel
+from .steps import (
+    CONTROL_FLOW,
+    HOST_OPS,
+    Block,
+    ControlStep,
+    CudaProgram,
+    LaidOutKernel,
+    Step,
+    StoredUpdate,
+)
+from .views import drop_views
+from .writer import CodegenError
+
+__all__ = [
+    "HOST_OPS",
+    "Block",
+    "ControlStep",
+    "CudaProgram",
+    "Step",
+    "StoredUpdate",
+    "build_block",
+    "build_program",
+    "control_bodies",
+    "launched_kernels",
+]
 
 logger = logging.getLogger("numbax")
 
@@ -77,102 +104,14 @@ from numba import boolean, complex64, complex128, cuda, float32, float64, int32,
 from numba import int8, int16, uint8, uint16, uint32, uint64
 from numba.types import float16
 
-from numbax.backends.cuda.devicelib import libdevice
+from numbax.backends.cuda.devicelib import complex_power, libdevice
 from numbax.backends.cuda.narrow_floats import bfloat16_from_float, bfloat16_to_float32
 '''
-
-# Calls whose ``jaxpr`` param computes the outputs from all the operands: spliced in.
-CALLS = ("jit_call", "checkpoint", "custom_vjp_call")
-_VIEWS = ("reshape", "squeeze", "expand_dims")
-CONTROL_FLOW = ("cond", "while", "scan")  # run by the host over blocks of their bodies
-# Ops the host runs as steps of their own, between the kernels.
-HOST_OPS = (*CALLBACK_NAMES, *SORT_RUNNERS, *LINALG_RUNNERS, *FFT_RUNNERS)
-_KIND_OF_PATTERN = {
-    Pattern.ELEMENTWISE: "elementwise",
-    Pattern.BROADCAST: "elementwise",
-    Pattern.REDUCTION: "reduction",
-    Pattern.CONTRACTION: "contraction",
-}
-
-
-@dataclass
-class _EqnStep:
-    eqn: Eqn  # its operands are its block's variables
-
-    @property
-    def inputs(self) -> list:
-        return self.eqn.inputs
-
-    @property
-    def outputs(self) -> list:
-        return self.eqn.outputs
-
-
-@dataclass
-class Step(_EqnStep):
-    """One kernel of the program: its eqn, generated source, and ``number``, its
-    position among all the program's kernels."""
-
-    kernel: KernelSource
-    number: int
-    stored: frozenset = frozenset()  # outputs stored into their updates' windows
-
-
-@dataclass
-class StoredUpdate(_EqnStep):
-    """An update in place whose value the kernel that made it stored into the window
-    already: it launches nothing, and its output is its operand's buffer, handed on."""
-
-
-@dataclass
-class ControlStep(_EqnStep):
-    """A ``cond``, ``while`` or ``scan`` eqn, run by the host: ``bodies`` are its
-    sub-jaxprs' blocks, in ``control_bodies`` order. Or a callback into Python, which
-    the host runs too, without bodies (``callbacks``)."""
-
-    bodies: list[Block]
-    ownership: LoopOwnership | None = None  # a loop's: the initial carries it copies
-
-
-@dataclass
-class Block:
-    """A jaxpr as steps: the top level of the program, or a body of its control flow."""
-
-    jaxpr: Jaxpr  # kernel and control eqns only, reshapes dropped
-    out_avals: list  # the declared output types (an output may be a view of a buffer)
-    steps: list[Step | ControlStep | StoredUpdate]
-    liveness: Liveness  # of ``jaxpr``: which updates write in place
-    plan: tuple  # ``plan_block``'s: (var -> buffer, buffers, update output -> operand)
-
-
-@dataclass
-class CudaProgram:
-    name: str
-    block: Block  # the top level
-    consts: list
-    kernels: list[Step]  # every block's kernels, by number
-    source: str  # the whole module
-
-    @property
-    def jaxpr(self) -> Jaxpr:
-        return self.block.jaxpr
-
-    @property
-    def steps(self) -> list[Step | ControlStep]:
-        return self.block.steps
-
-    @property
-    def out_avals(self) -> list:
-        return self.block.out_avals
-
-    @property
-    def module_name(self) -> str:
-        return loader.module_name(escape.identifier(self.name), self.source)
 
 
 def build_program(closed: ClosedJaxpr, name: str, options: CudaOptions) -> CudaProgram:
     kernels: list[Step] = []
-    block = build_block(closed.jaxpr, name, options, kernels)
+    block = build_block(closed.jaxpr, name, options, kernels, [])
     sources = [MODULE_HEADER.format(name=escape.docstring(name))]
     for step in kernels:
         sources.append(step.kernel.source)
@@ -183,31 +122,26 @@ def build_program(closed: ClosedJaxpr, name: str, options: CudaOptions) -> CudaP
 
 
 def build_block(
-    jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Step], owned=()
+    jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Step], names: list, owned=()
 ) -> Block:
-    """``jaxpr``'s steps; each new kernel is appended to ``kernels`` (numbered there).
-    ``owned`` are the positions of the inputs the block may write (a loop's carries)."""
+    """``jaxpr``'s steps; each new kernel is appended to ``kernels`` (numbered there),
+    and ``names`` holds every kernel name given so far. ``owned`` are the positions of
+    the inputs the block may write (a loop's carries)."""
     jaxpr = inline_calls(jaxpr, calls=CALLS)
-    eqns = [_as_kernel(eqn) for eqn in jaxpr.eqns]
+    eqns = [as_kernel(eqn) for eqn in jaxpr.eqns]
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
     out_avals = [v.aval for v in jaxpr.outvars]
     jaxpr = launched_kernels(jaxpr)
-    first = len(kernels)
-    steps = _steps(jaxpr, name, options, kernels)
-    jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, [step.eqn for step in steps], jaxpr.outvars)
+    laid_out = _lay_out(jaxpr, name, options, names)
+    jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, [step.eqn for step in laid_out], jaxpr.outvars)
     liveness = Liveness(jaxpr, owned=[jaxpr.invars[k] for k in owned])
-    plan = plan_block(jaxpr, steps, liveness)
-    windows = window_stores(steps, liveness, plan[2])
-    if windows:
-        # Generated again (the same steps, split kernels and all), the producers now
-        # storing into the windows: the kernels keep numbers in launch order.
-        del kernels[first:]
-        steps = _steps(jaxpr, name, options, kernels, windows)
+    plan = plan_block(jaxpr, laid_out, liveness)
+    steps = _generated(laid_out, window_stores(laid_out, liveness, plan[2]), options, kernels)
     for index, step in enumerate(steps):
         if isinstance(step, ControlStep) and step.eqn.prim.name in CONTROL_FLOW:
             step.ownership = liveness.loops.get(index)
             step.bodies = [
-                build_block(body, name, options, kernels, owned)
+                build_block(body, name, options, kernels, names, owned)
                 for body, owned in zip(control_bodies(step.eqn), _owned_inputs(step), strict=True)
             ]
     return Block(jaxpr, out_avals, steps, liveness, plan)
@@ -217,88 +151,91 @@ def launched_kernels(jaxpr: Jaxpr) -> Jaxpr:
     """A block's eqns as kernels the device runs: reshape kernels dropped (``drop_views``),
     widening kernels folded into their matmul (``narrow_matmul``), scalar kernels into
     the map kernels that read them (``scalar_kernels``)."""
-    return fold_scalar_kernels(fold_widened_operands(drop_views(jaxpr)), _is_map)
+    return fold_scalar_kernels(fold_widened_operands(drop_views(jaxpr)), is_map)
 
 
-def _steps(
-    jaxpr: Jaxpr, name: str, options: CudaOptions, kernels: list[Step], windows=None
-) -> list[Step | ControlStep | StoredUpdate]:
-    """The steps of ``jaxpr``'s eqns, a kernel split into kernels of one op each where
-    the generators do not cover it. ``windows`` (``window_stores``'s, for these very
-    eqns) maps a kernel's index to its outputs stored into windows, by position."""
-    windows = windows or {}
-    handed_on = {index for stores in windows.values() for index, _ in stores.values()}
-    steps: list[Step | ControlStep | StoredUpdate] = []
+def _lay_out(
+    jaxpr: Jaxpr, name: str, options: CudaOptions, names: list
+) -> list[LaidOutKernel | ControlStep]:
+    """The steps of ``jaxpr``'s eqns before the block's window stores are known: a
+    kernel split into kernels of one op each where the generators do not cover it, each
+    kernel named (appended to ``names``) and generated, but for a map kernel and an
+    update's window kernel, which wait for the stores (``LaidOutKernel``)."""
+    laid_out: list[LaidOutKernel | ControlStep] = []
 
-    def add(eqn, kind=None, write=None, stores=None):
-        kernel_name = escape.identifier(f"{name}_{len(kernels)}_{kind or eqn.params['name']}")
-        if stores:
-            into = {position: window for position, (_, window) in stores.items()}
-            kernel = generate(eqn, kernel_name, options, into)
-            stored = frozenset(eqn.outputs[position] for position in stores)
+    def next_name(eqn, what=None) -> str:
+        return escape.identifier(f"{name}_{len(names)}_{what or eqn.params['name']}")
+
+    def lay(kernel_name: str, eqn, kernel=None, can_store=False) -> None:
+        names.append(kernel_name)
+        laid_out.append(LaidOutKernel(eqn, kernel_name, kernel, can_store))
+
+    def lay_kernel(eqn) -> None:
+        """Lay out a kernel eqn; CodegenError where no generator covers it."""
+        body = kernel_body(eqn)
+        kernel_name, generator = next_name(eqn), generator_of(eqn, body)
+        if generator is map_kernel:
+            refusal = map_refusal(body)
+            if refusal is not None:
+                raise CodegenError(refusal)
+            lay(kernel_name, eqn, can_store=True)
+        elif generator is window_kernel:  # may launch nothing: its value's kernel stores it
+            lay(kernel_name, eqn)
         else:
-            kernel, stored = (write or generate)(eqn, kernel_name, options), frozenset()
-        step = Step(eqn, kernel, len(kernels), stored)
-        kernels.append(step)
-        steps.append(step)
+            lay(kernel_name, eqn, generate(eqn, kernel_name, options))
 
-    for index, eqn in enumerate(jaxpr.eqns):
+    for eqn in jaxpr.eqns:
         call = host_call(eqn, HOST_OPS)
         if call is not None:
-            steps.append(ControlStep(call, []))
-            continue
-        if index in handed_on:
-            steps.append(StoredUpdate(eqn))
+            laid_out.append(ControlStep(call, []))
             continue
         if eqn.prim is not kernel_p:
             # A loop body's kernels, all in one (``passes.inline``'s default): see ``loop``.
             spliced = [inline_calls(body) for body in control_bodies(eqn)]
             shape = element_shape(eqn, spliced)
             if shape is not None:  # the whole loop, per element, in one kernel
+                kernel_name = next_name(eqn, f"{eqn.prim.name}_loop")
                 write = partial(loop_kernel, bodies=spliced, shape=shape)
                 try:
-                    add(eqn, f"{eqn.prim.name}_loop", write)
+                    lay(kernel_name, eqn, write(eqn, kernel_name, options))
                     continue
                 except CodegenError as error:
                     logger.info("numbax: %s; the host runs this loop", error)
-            steps.append(ControlStep(eqn, []))  # its bodies once the block's liveness is known
-            continue
-        if index in windows:  # generated before without the stores: no split now
-            add(eqn, stores=windows[index])
+            laid_out.append(ControlStep(eqn, []))  # its bodies once the liveness is known
             continue
         try:
-            add(eqn)
+            lay_kernel(eqn)
         except CodegenError as error:
             # A kernel beyond the generators (fusion made something new): its ops run as
             # kernels of their own, through memory, rather than not at all.
             logger.info("numbax: %s; splitting kernel %s", error, eqn.params["name"])
             for part in split_kernel(eqn):
-                add(part)
-    return steps
+                lay_kernel(part)
+    return laid_out
 
 
-def window_stores(steps: list, liveness: Liveness, in_place: dict) -> dict:
-    """Per step index of a map kernel, its outputs that it stores straight into the
-    window of the update taking them: {output position: (update's index, window)}. The
-    liveness proves each (``Liveness.window_stores``), and the launcher must run that
-    update in place (``in_place``, ``plan_block``'s): the kernel writes the operand's
-    own buffer, which the update then hands on."""
-    windows: dict[int, dict] = {}
-    for value, index in liveness.window_stores.items():
-        made = liveness.made_at[value]
-        step = steps[made]
-        if not isinstance(step, Step) or not _is_map(step.eqn):
-            continue  # a loop kernel, a host step, or a kernel of another generator
-        if liveness.eqns[index].outputs[0] not in in_place:
+def _generated(
+    laid_out: list, windows: dict, options: CudaOptions, kernels: list[Step]
+) -> list[Step | ControlStep | StoredUpdate]:
+    """The block's steps, each waiting kernel generated now: a map kernel storing the
+    outputs ``windows`` names (``block_memory.window_stores``'s) into their windows, and
+    each update they fill a ``StoredUpdate``. Kernels are numbered in launch order."""
+    handed_on = {index for stores in windows.values() for index, _ in stores.values()}
+    steps: list[Step | ControlStep | StoredUpdate] = []
+    for index, step in enumerate(laid_out):
+        if index in handed_on:
+            steps.append(StoredUpdate(step.eqn))
             continue
-        window = update_window(liveness.eqns[index])
-        if value.aval.shape != window.update.aval.shape or (
-            len(window.starts) != len(window.operand.aval.shape)
-        ):
-            continue  # stored through a reshape: the map kernel indexes the update's shape
-        position = step.eqn.outputs.index(value)
-        windows.setdefault(made, {})[position] = (index, window)
-    return windows
+        if isinstance(step, ControlStep):
+            steps.append(step)
+            continue
+        stores = windows.get(index, {})
+        into = {position: window for position, (_, window) in stores.items()}
+        kernel = step.kernel or generate(step.eqn, step.name, options, into)
+        stored = frozenset(step.eqn.outputs[position] for position in stores)
+        steps.append(Step(step.eqn, kernel, len(kernels), stored))
+        kernels.append(steps[-1])
+    return steps
 
 
 def _owned_inputs(step: ControlStep) -> list[tuple[int, ...]]:
@@ -321,144 +258,3 @@ def control_bodies(eqn: Eqn) -> list[Jaxpr]:
     if eqn.prim.name == "while":
         return [p["cond_jaxpr"], p["body_jaxpr"]]
     return [p["jaxpr"]]  # scan
-
-
-def generate(
-    eqn: Eqn, kernel_name: str, options: CudaOptions, windows: dict | None = None
-) -> KernelSource:
-    """The kernel's source, from the generator its contents call for; a map kernel
-    stores the outputs of ``windows`` ({position: UpdateWindow}) into those windows."""
-    body = inline_calls(eqn.params["jaxpr"], calls=CALLS)
-    literals = {
-        v: a for v, a in zip(body.invars, eqn.inputs, strict=True) if isinstance(a, Literal)
-    }
-    w = KernelWriter(kernel_name, body, literals)
-    header = f"kernel {eqn.params['name']} ({eqn.params['kind']}):\n{body}"
-    if windows:  # ``window_stores`` chose a map kernel
-        return map_kernel(w, options, header, windows)
-    return _generator(eqn, body)(w, options, header)
-
-
-def _is_map(eqn: Eqn) -> bool:
-    """Whether ``eqn`` is a kernel that ``map_kernel`` generates."""
-    if eqn.prim is not kernel_p:
-        return False
-    return _generator(eqn, inline_calls(eqn.params["jaxpr"], calls=CALLS)) is map_kernel
-
-
-def _generator(eqn: Eqn, body: Jaxpr):
-    """The generator a kernel eqn (``body`` its jaxpr, calls spliced in) calls for."""
-    names = {e.prim.name for e in body.eqns}
-    if "dot_general" in names:
-        return contraction_kernel
-    if names & set(REDUCERS):
-        return reduction_kernel
-    if "scatter" in names:
-        return scatter_kernel
-    if updated_operand(eqn) is not None:  # a dynamic_update_slice alone: its window
-        return window_kernel
-    if "cumsum" in names:
-        return cumsum_kernel
-    return map_kernel
-
-
-def plan_block(jaxpr: Jaxpr, steps: list, liveness: Liveness) -> tuple:
-    """(var -> buffer index, buffers, update output -> operand written in place): the
-    pass's plan, or one buffer per intermediate should the plan ever share a buffer
-    between types.
-
-    Values that flow into or out of control flow are left out (each gets an array of its
-    own): a branch or loop may return its operand as it is, so its result would share
-    the operand's buffer, which the plan hands on after the operand's last reader. For
-    the same reason an update whose operand is in a planned buffer writes in place only
-    when its output is planned too (it then holds that buffer): a block's result is a
-    new array, never a buffer that the next call or iteration writes again."""
-    unplanned = set(jaxpr.outvars)
-    for step in steps:
-        if isinstance(step, ControlStep):
-            unplanned.update(step.inputs)
-            unplanned.update(step.outputs)
-    plan = plan_memory(jaxpr, liveness)
-    for var, buffer in plan.buffer_of.items():
-        held = plan.buffers[buffer]
-        if held.size != var.aval.size or held.dtype != var.aval.dtype:
-            break  # not a plan of exact-type buffers: do without
-    else:
-        kept = {v: b for v, b in plan.buffer_of.items() if v not in unplanned}
-        return kept, plan.buffers, _in_place(plan.in_place, kept)
-    intermediates = [v for e in jaxpr.eqns for v in e.outputs if v not in unplanned]
-    kept = {v: k for k, v in enumerate(intermediates)}
-    return kept, [v.aval for v in intermediates], _in_place(plan.in_place, kept)
-
-
-def _in_place(in_place: dict, buffer_of: dict) -> dict:
-    return {
-        out: operand
-        for out, operand in in_place.items()
-        if operand not in buffer_of or buffer_of.get(out) == buffer_of[operand]
-    }
-
-
-def _as_kernel(eqn: Eqn) -> Eqn:
-    """A kernel or control-flow eqn as it is; a plain eqn as a kernel of one op."""
-    if eqn.prim.pattern is Pattern.CONTROL:
-        return eqn  # kernels, and control flow (calls are spliced in by now)
-    inputs = [a for a in eqn.inputs if isinstance(a, Var)]
-    env = {v: Var(v.aval) for v in inputs}
-    inner = eqn.replace(
-        inputs=[env.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs],
-        outputs=[Var(v.aval) for v in eqn.outputs],
-    )
-    body = Jaxpr([], [env[v] for v in inputs], [inner], list(inner.outputs))
-    kind = _KIND_OF_PATTERN.get(eqn.prim.pattern, "opaque")
-    params = {"jaxpr": body, "kind": kind, "name": eqn.prim.name}
-    return Eqn(kernel_p, inputs, list(eqn.outputs), params, eqn.source_info)
-
-
-def split_kernel(eqn: Eqn) -> list[Eqn]:
-    """The kernel's ops as kernels of one op each; its intermediates become variables of
-    the program."""
-    body = inline_calls(eqn.params["jaxpr"], calls=CALLS)
-    env = dict(zip(body.invars, eqn.inputs, strict=True))
-    env.update(zip(body.outvars, eqn.outputs, strict=True))
-    parts = []
-    for inner in body.eqns:
-        inputs = [env.get(a, a) if isinstance(a, Var) else a for a in inner.inputs]
-        outputs = [env.get(v, v) for v in inner.outputs]
-        parts.append(_as_kernel(inner.replace(inputs=inputs, outputs=outputs)))
-    return parts
-
-
-def _view_of(eqn: Eqn):
-    """The operand a kernel only reshapes (same elements, same order), else None."""
-    if eqn.prim is not kernel_p:
-        return None
-    body = eqn.params["jaxpr"]
-    if len(body.eqns) != 1 or body.eqns[0].prim.name not in _VIEWS:
-        return None
-    (inner,) = body.eqns
-    (source,) = inner.inputs
-    if not isinstance(source, Var) or body.outvars != inner.outputs:
-        return None
-    return eqn.inputs[body.invars.index(source)]
-
-
-def drop_views(jaxpr: Jaxpr) -> Jaxpr:
-    """Remove reshape kernels: their readers (and the outputs) use the operand instead.
-    A view that a host step reads stays: the host reads an operand by its variable's
-    shape, which must be the one the op was traced with."""
-    host_read = {a for e in jaxpr.eqns if host_call(e, HOST_OPS) for a in e.inputs}
-    alias: dict = {}
-
-    def read(atom):
-        return alias.get(atom, atom) if isinstance(atom, Var) else atom
-
-    eqns = []
-    for eqn in jaxpr.eqns:
-        eqn = eqn.replace(inputs=[read(a) for a in eqn.inputs])
-        source = _view_of(eqn)
-        if source is not None and eqn.outputs[0] not in host_read:
-            alias[eqn.outputs[0]] = source
-        else:
-            eqns.append(eqn)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, [read(v) for v in jaxpr.outvars])
