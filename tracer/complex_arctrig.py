@@ -13,7 +13,8 @@ import numpy as np
 from ..ir import dtypes
 from . import lax
 from . import numpy_complex as cx
-from .complex_math import _both, _either, _filled, _parts, _scalar, isnan
+from .complex_math import isnan
+from .complex_parts import both, either, filled, parts, scalar
 
 # --- inverse trigonometric and hyperbolic functions ------------------------------------------
 #
@@ -27,7 +28,7 @@ from .complex_math import _both, _either, _filled, _parts, _scalar, isnan
 def _negative(x):
     """Whether the sign of ``x`` is negative, ``-0.0`` included (``atan2(-0.0, -1)`` is
     ``-pi``); a NaN reads as positive."""
-    return lax.lt(lax.atan2(x, _scalar(-1, x.dtype)), _scalar(0, x.dtype))
+    return lax.lt(lax.atan2(x, scalar(-1, x.dtype)), scalar(0, x.dtype))
 
 
 def _flip(x, negative):
@@ -45,19 +46,19 @@ def _large(dtype) -> float:
 def _log_modulus(x, y):
     """``log(hypot(x, y))`` of ``x, y >= 0`` without overflow, ``inf`` if either is."""
     big, small = lax.max(x, y), lax.min(x, y)
-    regular = _both(lax.gt(big, _scalar(0, x.dtype)), lax.lt(big, _scalar(np.inf, x.dtype)))
-    ratio = lax.div(small, lax.select(regular, big, _filled(big, 1)))
-    ratio = lax.select(regular, ratio, _filled(big, 0))
-    return lax.add(lax.log(big), lax.mul(_scalar(0.5, x.dtype), lax.log1p(lax.mul(ratio, ratio))))
+    regular = both(lax.gt(big, scalar(0, x.dtype)), lax.lt(big, scalar(np.inf, x.dtype)))
+    ratio = lax.div(small, lax.select(regular, big, filled(big, 1)))
+    ratio = lax.select(regular, ratio, filled(big, 0))
+    return lax.add(lax.log(big), lax.mul(scalar(0.5, x.dtype), lax.log1p(lax.mul(ratio, ratio))))
 
 
 def _hypot(x, y):
     """``sqrt(x*x + y*y)`` of ``x, y >= 0`` without underflow or overflow of the
     squares."""
     big, small = lax.max(x, y), lax.min(x, y)
-    positive = lax.gt(big, _scalar(0, x.dtype))
-    ratio = lax.div(small, lax.select(positive, big, _filled(big, 1)))
-    return lax.mul(big, lax.sqrt(lax.add(_scalar(1, x.dtype), lax.mul(ratio, ratio))))
+    positive = lax.gt(big, scalar(0, x.dtype))
+    ratio = lax.div(small, lax.select(positive, big, filled(big, 1)))
+    return lax.mul(big, lax.sqrt(lax.add(scalar(1, x.dtype), lax.mul(ratio, ratio))))
 
 
 def _arcsine_parts(a, b):
@@ -68,8 +69,8 @@ def _arcsine_parts(a, b):
     neither loses digits near the cut or the branch point; for ``|z|`` past ``_large``
     they are ``log(2|z|)`` and ``b``."""
     dtype = a.dtype
-    one, half, two = _scalar(1, dtype), _scalar(0.5, dtype), _scalar(2, dtype)
-    is_large = lax.gt(lax.max(a, b), _scalar(_large(dtype), dtype))
+    one, half, two = scalar(1, dtype), scalar(0.5, dtype), scalar(2, dtype)
+    is_large = lax.gt(lax.max(a, b), scalar(_large(dtype), dtype))
     # Each branch sees only operands it is right for, so a discarded branch's zero
     # cotangent never meets an infinite slope.
     a_near, b_near = lax.select(is_large, half, a), lax.select(is_large, half, b)
@@ -87,17 +88,17 @@ def _arcsine_parts(a, b):
         half,
         lax.add(
             lax.div(b_square, lax.add(r, one_plus)),
-            lax.mul(b_near, lax.div(b_near, lax.select(lax.eq(s_gap, _filled(s, 0)), one, s_gap))),
+            lax.mul(b_near, lax.div(b_near, lax.select(lax.eq(s_gap, filled(s, 0)), one, s_gap))),
         ),
     )
     # Subnormal only at a = 1 (where s = b): clamped so that 1 / s_gap stays finite, and
     # there A - a = b*b*t is taken as it is (b / 2) rather than through t.
-    subnormal = lax.lt(s_gap, _scalar(dtypes.finfo(dtype).tiny, dtype))
-    s_gap = lax.max(s_gap, _scalar(dtypes.finfo(dtype).tiny, dtype))
+    subnormal = lax.lt(s_gap, scalar(dtypes.finfo(dtype).tiny, dtype))
+    s_gap = lax.max(s_gap, scalar(dtypes.finfo(dtype).tiny, dtype))
     t = lax.mul(half, lax.add(lax.div(one, lax.add(r, one_plus)), lax.div(one, s_gap)))
     # a < 1: A - 1 = b*b*t and A - a = b*b*t + (1 - a); a >= 1: A - 1 = b*b*t + (a - 1)
     # and A - a = b*b*t.
-    a_below, a_above = lax.select(below, a_near, _filled(a, 0)), lax.select(below, two, a_near)
+    a_below, a_above = lax.select(below, a_near, filled(a, 0)), lax.select(below, two, a_near)
     log_below = lax.log1p(
         lax.add(b_square_t, lax.mul(b_near, lax.sqrt(lax.mul(t, lax.add(big_a, one)))))
     )
@@ -116,13 +117,13 @@ def _arcsine_parts(a, b):
     log_near = lax.select(below, log_below, log_above)
     root_near = lax.select(below, root_below, root_above)
     a_far, b_far = lax.select(is_large, a, one), lax.select(is_large, b, one)
-    log_far = lax.add(_scalar(math.log(2), dtype), _log_modulus(a_far, b_far))
+    log_far = lax.add(scalar(math.log(2), dtype), _log_modulus(a_far, b_far))
     return lax.select(is_large, log_far, log_near), lax.select(is_large, b, root_near)
 
 
 def _swapped(z):
     """``y + ix`` for ``z = x + iy``: ``arcsin(z)`` is ``arcsinh`` of it, swapped back."""
-    x, y = _parts(z)
+    x, y = parts(z)
     return cx.make_complex(y, x)
 
 
@@ -141,24 +142,24 @@ def _with_nan_cases(x, y, regular, cases):
 
 
 def _infinite(x):
-    return lax.eq(lax.abs(x), _scalar(np.inf, x.dtype))
+    return lax.eq(lax.abs(x), scalar(np.inf, x.dtype))
 
 
 def arcsinh(z):
-    x, y = _parts(z)
+    x, y = parts(z)
     negative_x, negative_y = _negative(x), _negative(y)
     a, b = _flip(y, negative_y), _flip(x, negative_x)
     log_part, root = _arcsine_parts(a, b)
     regular = (_flip(log_part, negative_x), _flip(lax.atan2(a, root), negative_y))
-    nan = _filled(x, np.nan)
+    nan = filled(x, np.nan)
     return _with_nan_cases(
         x,
         y,
         regular,
         [
             (_infinite(x), x, nan),
-            (_infinite(y), _filled(x, np.inf), nan),
-            (lax.eq(y, _scalar(0, y.dtype)), nan, y),
+            (_infinite(y), filled(x, np.inf), nan),
+            (lax.eq(y, scalar(0, y.dtype)), nan, y),
             (None, nan, nan),
         ],
     )
@@ -169,36 +170,36 @@ def arcsin(z):
 
 
 def arccos(z):
-    x, y = _parts(z)
+    x, y = parts(z)
     negative_y = _negative(y)
     log_part, root = _arcsine_parts(_flip(x, _negative(x)), _flip(y, negative_y))
     regular = (lax.atan2(root, x), _flip(log_part, lax.logical_not(negative_y)))
-    nan = _filled(x, np.nan)
+    nan = filled(x, np.nan)
     return _with_nan_cases(
         x,
         y,
         regular,
         [
-            (_infinite(x), nan, _filled(x, -np.inf)),
+            (_infinite(x), nan, filled(x, -np.inf)),
             (_infinite(y), nan, lax.neg(y)),
-            (lax.eq(x, _scalar(0, x.dtype)), _filled(x, np.pi / 2), nan),
+            (lax.eq(x, scalar(0, x.dtype)), filled(x, np.pi / 2), nan),
             (None, nan, nan),
         ],
     )
 
 
 def arccosh(z):
-    x, y = _parts(z)
+    x, y = parts(z)
     log_part, root = _arcsine_parts(_flip(x, _negative(x)), _flip(y, _negative(y)))
     regular = (log_part, _flip(lax.atan2(root, x), _negative(y)))
-    nan = _filled(x, np.nan)
+    nan = filled(x, np.nan)
     return _with_nan_cases(
         x,
         y,
         regular,
         [
-            (_either(_infinite(x), _infinite(y)), _filled(x, np.inf), nan),
-            (lax.eq(x, _scalar(0, x.dtype)), nan, _filled(x, np.pi / 2)),
+            (either(_infinite(x), _infinite(y)), filled(x, np.inf), nan),
+            (lax.eq(x, scalar(0, x.dtype)), nan, filled(x, np.pi / 2)),
             (None, nan, nan),
         ],
     )
@@ -209,22 +210,22 @@ def arctanh(z):
     ``log1p(4a / ((1 - a)^2 + b^2)) / 4`` (``1 - a`` exact near the branch point), the
     imaginary part as ``atan2(2b, (1 - a)(1 + a) - b^2) / 2``; past ``_large``, ``1/z +
     i pi/2``."""
-    x, y = _parts(z)
+    x, y = parts(z)
     dtype = x.dtype
     negative_x, negative_y = _negative(x), _negative(y)
     a, b = _flip(x, negative_x), _flip(y, negative_y)
-    one, half, quarter = _scalar(1, dtype), _scalar(0.5, dtype), _scalar(0.25, dtype)
-    half_pi = _filled(x, np.pi / 2)
-    is_large = lax.gt(lax.max(a, b), _scalar(_large(dtype), dtype))
+    one, half, quarter = scalar(1, dtype), scalar(0.5, dtype), scalar(0.25, dtype)
+    half_pi = filled(x, np.pi / 2)
+    is_large = lax.gt(lax.max(a, b), scalar(_large(dtype), dtype))
     a_near, b_near = lax.select(is_large, half, a), lax.select(is_large, half, b)
     gap = lax.sub(one, a_near)
     b_square = lax.mul(b_near, b_near)
     distance = lax.add(lax.mul(gap, gap), b_square)
-    real_near = lax.mul(quarter, lax.log1p(lax.div(lax.mul(_scalar(4, dtype), a_near), distance)))
+    real_near = lax.mul(quarter, lax.log1p(lax.div(lax.mul(scalar(4, dtype), a_near), distance)))
     # At a = 1, 4 / b^2 overflows for tiny b; there the real part is (log 2 - log b) / 2.
-    at_one = _both(lax.eq(a_near, one), lax.lt(b_near, _scalar(dtypes.finfo(dtype).eps, dtype)))
+    at_one = both(lax.eq(a_near, one), lax.lt(b_near, scalar(dtypes.finfo(dtype).eps, dtype)))
     b_at_one = lax.select(at_one, b_near, one)
-    real_at_one = lax.mul(half, lax.sub(_scalar(math.log(2), dtype), lax.log(b_at_one)))
+    real_at_one = lax.mul(half, lax.sub(scalar(math.log(2), dtype), lax.log(b_at_one)))
     real_near = lax.select(at_one, real_at_one, real_near)
     imag_near = lax.mul(
         half,
@@ -232,17 +233,17 @@ def arctanh(z):
     )
     a_far, b_far = lax.select(is_large, a, one), lax.select(is_large, b, one)
     scale = lax.max(a_far, b_far)
-    infinite = lax.eq(scale, _scalar(np.inf, dtype))
+    infinite = lax.eq(scale, scalar(np.inf, dtype))
     scale = lax.select(infinite, one, scale)
     p, q = lax.div(a_far, scale), lax.div(b_far, scale)
     norm = lax.add(lax.mul(p, p), lax.mul(q, q))
-    real_far = lax.select(infinite, _filled(x, 0), lax.div(lax.div(p, norm), scale))
+    real_far = lax.select(infinite, filled(x, 0), lax.div(lax.div(p, norm), scale))
     imag_far = lax.select(infinite, half_pi, lax.sub(half_pi, lax.div(lax.div(q, norm), scale)))
     regular = (
         _flip(lax.select(is_large, real_far, real_near), negative_x),
         _flip(lax.select(is_large, imag_far, imag_near), negative_y),
     )
-    nan, zero = _filled(x, np.nan), _filled(x, 0)
+    nan, zero = filled(x, np.nan), filled(x, 0)
     return _with_nan_cases(
         x,
         y,

@@ -36,27 +36,7 @@ import numpy as np
 from ..ir import dtypes
 from . import indexing, lax
 from . import numpy_complex as cx
-
-
-def _scalar(value, dtype):
-    return np.asarray(value, dtype)
-
-
-def _filled(like, value):
-    return lax.full(like.shape, value, like.dtype)
-
-
-def _parts(z):
-    return cx.real_part(z), cx.imag_part(z)
-
-
-def _either(a, b):
-    return lax.bitwise_or(a, b)
-
-
-def _both(a, b):
-    return lax.bitwise_and(a, b)
-
+from .complex_parts import both, either, filled, parts, scalar
 
 # --- NaN and infinity ------------------------------------------------------------------------
 
@@ -66,20 +46,20 @@ def _nan(x):
 
 
 def isnan(z):
-    x, y = _parts(z)
-    return _either(_nan(x), _nan(y))
+    x, y = parts(z)
+    return either(_nan(x), _nan(y))
 
 
 def isinf(z):
-    x, y = _parts(z)
-    inf = _scalar(np.inf, x.dtype)
-    return _either(lax.eq(lax.abs(x), inf), lax.eq(lax.abs(y), inf))
+    x, y = parts(z)
+    inf = scalar(np.inf, x.dtype)
+    return either(lax.eq(lax.abs(x), inf), lax.eq(lax.abs(y), inf))
 
 
 def isfinite(z):
-    x, y = _parts(z)
-    inf = _scalar(np.inf, x.dtype)
-    return _both(lax.lt(lax.abs(x), inf), lax.lt(lax.abs(y), inf))
+    x, y = parts(z)
+    inf = scalar(np.inf, x.dtype)
+    return both(lax.lt(lax.abs(x), inf), lax.lt(lax.abs(y), inf))
 
 
 # --- the lexicographic order -----------------------------------------------------------------
@@ -87,10 +67,10 @@ def isfinite(z):
 
 def _lexicographic(real_compare, imaginary_compare):
     def compare(z, w):
-        (x1, y1), (x2, y2) = _parts(z), _parts(w)
-        no_nan = lax.logical_not(_either(_nan(y1), _nan(y2)))
-        by_real = _both(real_compare(x1, x2), no_nan)
-        return _either(by_real, _both(lax.eq(x1, x2), imaginary_compare(y1, y2)))
+        (x1, y1), (x2, y2) = parts(z), parts(w)
+        no_nan = lax.logical_not(either(_nan(y1), _nan(y2)))
+        by_real = both(real_compare(x1, x2), no_nan)
+        return either(by_real, both(lax.eq(x1, x2), imaginary_compare(y1, y2)))
 
     return compare
 
@@ -103,19 +83,19 @@ greater_equal = _lexicographic(lax.gt, lax.ge)
 
 # Each keeps its first operand when the condition holds, else takes the second.
 def maximum(z, w):
-    return lax.select(_either(isnan(z), greater_equal(z, w)), z, w)
+    return lax.select(either(isnan(z), greater_equal(z, w)), z, w)
 
 
 def minimum(z, w):
-    return lax.select(_either(isnan(z), less_equal(z, w)), z, w)
+    return lax.select(either(isnan(z), less_equal(z, w)), z, w)
 
 
 def fmax(z, w):
-    return lax.select(_either(isnan(w), greater_equal(z, w)), z, w)
+    return lax.select(either(isnan(w), greater_equal(z, w)), z, w)
 
 
 def fmin(z, w):
-    return lax.select(_either(isnan(w), less_equal(z, w)), z, w)
+    return lax.select(either(isnan(w), less_equal(z, w)), z, w)
 
 
 # --- arg-extrema and extrema -----------------------------------------------------------------
@@ -124,17 +104,17 @@ def fmin(z, w):
 def _arg_extremum(z, axis: int, largest: bool, index_dtype):
     """The first NaN along ``axis``, else the first entry whose real part is extreme and,
     among those, whose imaginary part is."""
-    x, y = _parts(z)
+    x, y = parts(z)
     nan = isnan(z)
     reduce = lax.reduce_max if largest else lax.reduce_min
-    worst = _scalar(-np.inf if largest else np.inf, x.dtype)
+    worst = scalar(-np.inf if largest else np.inf, x.dtype)
 
     def extreme_entries(values, candidates):
         values = lax.select(candidates, values, worst)
         extreme = lax.broadcast_in_dim(
             reduce(values, (axis,)), values.shape, [d for d in range(values.ndim) if d != axis]
         )
-        return _both(candidates, lax.eq(values, extreme))
+        return both(candidates, lax.eq(values, extreme))
 
     ordered = lax.logical_not(nan)
     by_real = extreme_entries(x, ordered)
@@ -182,34 +162,34 @@ def reduce_min(z, axes):
 
 
 def sign(z):
-    x, y = _parts(z)
+    x, y = parts(z)
     dtype = x.dtype
-    zero, one, nan = _scalar(0, dtype), _scalar(1, dtype), _scalar(np.nan, dtype)
+    zero, one, nan = scalar(0, dtype), scalar(1, dtype), scalar(np.nan, dtype)
     magnitude = lax.abs(z)
-    regular = _both(lax.gt(magnitude, zero), lax.lt(magnitude, _scalar(np.inf, dtype)))
+    regular = both(lax.gt(magnitude, zero), lax.lt(magnitude, scalar(np.inf, dtype)))
     # Divided by 1 where it is not used, so its zero cotangent never meets 0/0.
     safe = lax.select(regular, magnitude, one)
     unit = cx.make_complex(lax.div(x, safe), lax.div(y, safe))
-    x_infinite = lax.eq(lax.abs(x), _scalar(np.inf, dtype))
-    y_infinite = lax.eq(lax.abs(y), _scalar(np.inf, dtype))
+    x_infinite = lax.eq(lax.abs(x), scalar(np.inf, dtype))
+    y_infinite = lax.eq(lax.abs(y), scalar(np.inf, dtype))
     along_x = cx.make_complex(lax.sign(lax.select(x_infinite, x, zero)), zero)
     along_y = cx.make_complex(zero, lax.sign(lax.select(y_infinite, y, zero)))
     infinite = lax.select(
-        _both(x_infinite, y_infinite),
+        both(x_infinite, y_infinite),
         cx.make_complex(nan, nan),
         lax.select(x_infinite, along_x, along_y),
     )
     irregular = lax.select(
         lax.eq(magnitude, zero),
-        _filled(z, 0),
-        lax.select(_either(x_infinite, y_infinite), infinite, cx.make_complex(nan, nan)),
+        filled(z, 0),
+        lax.select(either(x_infinite, y_infinite), infinite, cx.make_complex(nan, nan)),
     )
     return lax.select(regular, unit, irregular)
 
 
 def round_parts(z, round_real):
     """``round_real`` (a real rounding function) applied to each part."""
-    x, y = _parts(z)
+    x, y = parts(z)
     return cx.make_complex(round_real(x), round_real(y))
 
 
@@ -217,37 +197,37 @@ def round_parts(z, round_real):
 
 
 def log1p(z):
-    x, y = _parts(z)
+    x, y = parts(z)
     dtype = x.dtype
-    one, two, half = _scalar(1, dtype), _scalar(2, dtype), _scalar(0.5, dtype)
+    one, two, half = scalar(1, dtype), scalar(2, dtype), scalar(0.5, dtype)
     near_zero = lax.lt(lax.abs(z), half)
     # Each branch sees only the operands it is right for (a discarded branch's zero
     # cotangent must not meet an infinite slope).
-    x_near, y_near = (lax.select(near_zero, part, _filled(part, 0)) for part in (x, y))
-    far = lax.select(near_zero, _filled(z, 0), z)
+    x_near, y_near = (lax.select(near_zero, part, filled(part, 0)) for part in (x, y))
+    far = lax.select(near_zero, filled(z, 0), z)
     near_modulus = lax.mul(
         half, lax.log1p(lax.add(lax.mul(x_near, lax.add(two, x_near)), lax.mul(y_near, y_near)))
     )
-    far_modulus = lax.log(lax.abs(lax.add(far, _scalar(1, z.dtype))))
+    far_modulus = lax.log(lax.abs(lax.add(far, scalar(1, z.dtype))))
     modulus = lax.select(near_zero, near_modulus, far_modulus)
     return cx.make_complex(modulus, lax.atan2(y, lax.add(one, x)))
 
 
 def expm1(z):
-    x, y = _parts(z)
+    x, y = parts(z)
     dtype = x.dtype
-    half_sine = lax.sin(lax.mul(y, _scalar(0.5, dtype)))
+    half_sine = lax.sin(lax.mul(y, scalar(0.5, dtype)))
     real = lax.sub(
         lax.mul(lax.expm1(x), lax.cos(y)),
-        lax.mul(_scalar(2, dtype), lax.mul(half_sine, half_sine)),
+        lax.mul(scalar(2, dtype), lax.mul(half_sine, half_sine)),
     )
     return cx.make_complex(real, lax.mul(lax.exp(x), lax.sin(y)))
 
 
 def _scaled(z, factor):
     """``z`` times the real ``factor``, part by part (no ``inf * 0`` across parts)."""
-    x, y = _parts(z)
-    factor = _scalar(factor, x.dtype)
+    x, y = parts(z)
+    factor = scalar(factor, x.dtype)
     return cx.make_complex(lax.mul(x, factor), lax.mul(y, factor))
 
 

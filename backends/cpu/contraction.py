@@ -47,8 +47,17 @@ def _operand(name, aval: ShapedArray, batch, free, contract, fresh, lines) -> tu
     return view, False
 
 
-def write_dot(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_aval, params):
-    """Lines that bind ``out`` to the ``dot_general`` of ``lhs`` and ``rhs``."""
+def write_dot(
+    program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_aval, params, in_block=None
+):
+    """Lines that bind ``out`` to the ``dot_general`` of ``lhs`` and ``rhs``, and whether
+    ``in_block`` wrote into them.
+
+    ``in_block(low, high)``, when given, returns the lines that finish rows ``low`` to
+    ``high`` of ``out`` (a contraction kernel's epilogue), or None; a product split into
+    blocks of rows runs them in each block, right after the block's product, so the
+    epilogue runs on the same threads while the rows are in cache, in one parallel region.
+    """
     fresh = program.fresh
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = params["dimension_numbers"]
     lhs_free = [d for d in range(len(lhs_aval.shape)) if d not in lhs_contract + lhs_batch]
@@ -63,55 +72,62 @@ def write_dot(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_ava
     depth = math.prod(lhs_aval.shape[d] for d in lhs_contract)
     dtype = dtype_source(out_aval.dtype)
     product = fresh(f"{out}_3d")
-    if out_aval.dtype.kind == "f":
-        lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
-        parallel = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS and rows >= 2 * MIN_ROWS
-        if parallel and left_t:  # rows of a transposed operand are not contiguous: copy it
-            rows_first = fresh(f"{lhs}_rows")
-            lines.append(f"{rows_first} = np.ascontiguousarray({left}.transpose((0, 2, 1)))")
-            left, left_t = rows_first, False
-        b = "0" if batch == 1 else fresh("b")
-        if batch != 1:
-            lines.append(f"for {b} in range({batch}):")
-        indent = "" if batch == 1 else "    "
-        right_b = _matrix(right, right_t, b)
-        if parallel:
-            program.parallel = True
-            lines += [indent + line for line in _row_blocks(left, right_b, product, b, rows, fresh)]
-        else:
-            lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
-    else:
+    reshape = [f"{out} = {product}.reshape({tuple_source(out_aval.shape)})"]
+    if not out_aval.shape:  # Numba cannot reshape to rank 0
+        reshape = [f"{out} = np.empty((), {dtype})", f"{out}[()] = {product}[0, 0, 0]"]
+    if out_aval.dtype.kind != "f":
+        sizes = (batch, rows, depth, columns)
         lines += _integer_dot(
-            left,
-            left_t,
-            right,
-            right_t,
-            product,
-            dtype,
-            out_aval.dtype,
-            (batch, rows, depth, columns),
-            fresh,
+            left, left_t, right, right_t, product, dtype, out_aval.dtype, sizes, fresh
         )
-    if out_aval.shape:
-        lines.append(f"{out} = {product}.reshape({tuple_source(out_aval.shape)})")
-    else:  # Numba cannot reshape to rank 0
-        lines += [f"{out} = np.empty((), {dtype})", f"{out}[()] = {product}[0, 0, 0]"]
-    return lines
+        return lines + reshape, False
+    lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
+    parallel = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS and rows >= 2 * MIN_ROWS
+    if parallel and left_t:  # rows of a transposed operand are not contiguous: copy it
+        rows_first = fresh(f"{lhs}_rows")
+        lines.append(f"{rows_first} = np.ascontiguousarray({left}.transpose((0, 2, 1)))")
+        left, left_t = rows_first, False
+    b, indent = _batch_loop(batch, fresh, lines)
+    right_b = _matrix(right, right_t, b)
+    if not parallel:
+        lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
+        return lines + reshape, False
+    program.parallel = True
+    blocks, step = _row_blocks(rows)
+    block, low = fresh("block"), fresh("low")
+    rows_block = f"{low}:{low} + {step}"
+    body = [
+        f"{low} = {block} * {step}",
+        f"np.dot({left}[{b}, {rows_block}], {right_b}, {product}[{b}, {rows_block}])",
+    ]
+    finish = None
+    if batch == 1 and in_block is not None and out_aval.shape:
+        finish = in_block(low, f"min({low} + {step}, {rows})")
+    if finish is not None:  # the product's rows are named before the threads fill them
+        lines += reshape
+        reshape = []
+    lines.append(f"{indent}for {block} in prange({blocks}):")
+    lines += [f"{indent}    {line}" for line in body + (finish or [])]
+    return lines + reshape, finish is not None
 
 
-def _row_blocks(left, right_b, product, b, rows, fresh) -> list[str]:
-    """One block of rows per thread, each a single-threaded BLAS call (see the module doc)."""
+def _batch_loop(batch: int, fresh, lines: list[str]) -> tuple[str, str]:
+    """The batch index and the indentation of a product's lines, after opening a loop
+    over the batch in ``lines`` (a batch of one is no loop: index 0)."""
+    if batch == 1:
+        return "0", ""
+    b = fresh("b")
+    lines.append(f"for {b} in range({batch}):")
+    return b, "    "
+
+
+def _row_blocks(rows: int) -> tuple[int, int]:
+    """One block of rows per thread (blocks, rows per block): each is a single-threaded
+    BLAS call (see the module doc)."""
     from numba import config  # the thread count is part of the program, so of its cache key
 
     blocks = max(1, min(config.NUMBA_NUM_THREADS, rows // MIN_ROWS))
-    step = -(-rows // blocks)
-    block, low = fresh("block"), fresh("low")
-    return [
-        f"for {block} in prange({blocks}):",
-        f"    {low} = {block} * {step}",
-        f"    np.dot({left}[{b}, {low}:{low} + {step}], {right_b}, "
-        f"{product}[{b}, {low}:{low} + {step}])",
-    ]
+    return blocks, -(-rows // blocks)
 
 
 def _matrix(name: str, transposed: bool, batch: str) -> str:

@@ -187,6 +187,7 @@ class KernelWriter:
         for eqn in self.reductions:  # a reduction runs even if only a later pass reads it
             analysis.visit(eqn.inputs[0], identity_mapping(shape))
         uses += analysis.uses
+        self.uses = uses  # every array the kernel reads or writes, at its mapping
         groups = group_dimensions(shape, self.reduced, uses, analysis.iota_dims)
         self.builder = LoopBuilder(groups, self.program.fresh)
         return groups
@@ -345,11 +346,12 @@ class KernelWriter:
 
     # --- kernels ---------------------------------------------------------------------------
 
-    def write_elementwise(self, outputs: list[tuple], parallel: bool) -> None:
-        """Loops over every group; ``outputs`` are (body var, Use of the output array)."""
+    def write_elementwise(self, outputs: list[tuple], parallel: bool, outer=None) -> None:
+        """Loops over every group; ``outputs`` are (body var, Use of the output array);
+        ``outer``, the outermost loop's ``range`` arguments when not the whole extent."""
         builder = self.builder
         for k in range(len(builder.groups)):
-            builder.open_loop(k, parallel=parallel and k == 0)
+            builder.open_loop(k, parallel=parallel and k == 0, bounds=outer if k == 0 else None)
         for var, use in outputs:
             self.store(use, var)
         for _ in builder.groups:

@@ -16,10 +16,11 @@ with the program. So the cpu backend keeps both units bounded:
   its top-level eqns into parts of at most that many lines (an eqn longer than that is a
   part alone). Each part is an ``njit`` function taking the values it reads that were
   made before it and returning those that the later parts or the program's results
-  read; the program function calls the parts in order. An array is passed, never
-  copied, so in-place updates work across parts, and the memory plan's buffers are
-  passed along like values. A program within ``PART_LINES`` is one function, exactly as
-  before: no extra call at run time.
+  read (the program writer records the names each top-level eqn binds and mentions as
+  it writes them, ``write_spans``); the program function calls the parts in order. An
+  array is passed, never copied, so in-place updates work across parts, and the memory
+  plan's buffers are passed along like values. A program within ``PART_LINES`` is one
+  function, exactly as before: no extra call at run time.
 
 The parts are compiled when the program function is, each once, and Numba links their
 code into it (LLVM optimises the linked module once more, which costs about a third of
@@ -29,9 +30,9 @@ function's machine code, parts included, under the key of the whole module's sou
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 
 from ...ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
@@ -45,7 +46,6 @@ KERNEL_WEIGHT = 160
 EXPENSIVE_WEIGHT = 8  # an expensive op's inlined math function, in plain ops
 
 _VIEWS = ("slice", "reshape", "squeeze", "expand_dims", "broadcast_in_dim")
-_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 # --- large loop kernels -------------------------------------------------------------------
@@ -116,7 +116,7 @@ def split_kernel(eqn: Eqn) -> list[Eqn]:
     # Views of the kernel's inputs (a row a slice takes, reshaped) are recomputed by each
     # piece that reads them, never handed on: they need not have the kernel's shape.
     made_by = {v: e for e in flat for v in e.outputs}
-    views = {v for v in made_by if _is_view_of(v, made_by, set(eqn.inputs))} - set(made_outputs)
+    views = _views_of_inputs(flat, set(eqn.inputs), set(made_outputs))
     work = [e for e in flat if not set(e.outputs) <= views]
     position = {id(e): k for k, e in enumerate(flat)}
 
@@ -136,7 +136,7 @@ def split_kernel(eqn: Eqn) -> list[Eqn]:
         chunk = complete(run)
         outputs = [v for e in chunk for v in e.outputs if v in needed]
         pieces.append(_returning_also(build_kernel(chunk, outputs, spec), also))
-        needed |= {a for e in chunk for a in e.inputs if isinstance(a, Var)}
+        needed |= {a for e in chunk for a in e.inputs if isinstance(a, Var)} - views
     return pieces[::-1]
 
 
@@ -152,13 +152,16 @@ def _returning_also(piece: Eqn, also: dict) -> Eqn:
     return piece.replace(outputs=outputs, params={**piece.params, "jaxpr": jaxpr})
 
 
-def _is_view_of(var: Var, made_by: dict, inputs: set) -> bool:
-    eqn = made_by[var]
-    return eqn.prim.name in _VIEWS and all(
-        a in inputs or (a in made_by and _is_view_of(a, made_by, inputs))
-        for a in eqn.inputs
-        if isinstance(a, Var)
-    )
+def _views_of_inputs(flat: list[Eqn], inputs: set, outputs: set) -> set:
+    """The values of ``flat`` made by views alone from ``inputs``, but the kernel's
+    ``outputs`` (made once, by the piece that makes them, and handed on) and what is made
+    from those."""
+    views = set()
+    for e in flat:
+        reads = [a for a in e.inputs if isinstance(a, Var)]
+        if e.prim.name in _VIEWS and all(a in inputs or a in views for a in reads):
+            views.update(v for v in e.outputs if v not in outputs)
+    return views
 
 
 def _with_views(chunk: list[Eqn], views: set, made_by: dict, position: dict) -> list[Eqn]:
@@ -206,12 +209,15 @@ def _pieces(flat: list[Eqn], outputs, shape, shapes: set, complete) -> list[list
 
 @dataclass
 class Span:
-    """The lines one top-level eqn was written as, and the names it bound."""
+    """The lines one top-level eqn (or the program's results) was written as, the names
+    they bind, and the names of values and buffers they mention and do not bind: what
+    they may read of the code before them."""
 
     start: int
     end: int
     parallel: bool
     binds: list[str]
+    reads: set[str]
 
 
 @dataclass
@@ -225,27 +231,40 @@ class Function:
 
 
 def write_spans(writer, jaxpr: Jaxpr, liveness) -> list[Span]:
-    """Write ``jaxpr``'s eqns into ``writer``, recording each one's span: its lines, its
-    use of prange, the names of its results and of the buffers it allocated first."""
+    """Write ``jaxpr``'s eqns into ``writer``, then the program's results, recording the
+    span of each (the results' last, ``_span``)."""
     spans = []
     for index, eqn in enumerate(jaxpr.eqns):
-        start, was_parallel, buffers = len(writer.lines), writer.parallel, len(writer.buffers)
-        writer.parallel = False
-        writer.write_eqn(liveness, index, eqn)
-        binds = [writer.name(v) for v in eqn.outputs]
-        new = islice(reversed(writer.buffers.values()), len(writer.buffers) - buffers)
-        binds += reversed(list(new))  # the buffers allocated here, in order
-        spans.append(Span(start, len(writer.lines), writer.parallel, binds))
-        writer.parallel |= was_parallel
+        spans.append(_span(writer, eqn.outputs, partial(writer.write_eqn, liveness, index, eqn)))
+    spans.append(_span(writer, [], writer.write_results))
     return spans
+
+
+def _span(writer, outputs: list[Var], write) -> Span:
+    """Call ``write`` and record the span of the lines it adds: their use of prange, the
+    names they bind (of ``outputs``, and of the buffers allocated first) and those they
+    mention, as the writer records them (``mentioned``). An output that a kernel stored
+    into an update's window is bound by no line (the update mentions it, reads nothing
+    of it): no part may hand it on."""
+    start, was_parallel, buffers = len(writer.lines), writer.parallel, len(writer.buffers)
+    writer.parallel, writer.mentioned = False, set()
+    write()
+    binds = [writer.name(v) for v in outputs if v not in writer.windows_written]
+    new = islice(reversed(writer.buffers.values()), len(writer.buffers) - buffers)
+    binds += reversed(list(new))  # the buffers allocated here, in order
+    span = Span(start, len(writer.lines), writer.parallel, binds, writer.mentioned - set(binds))
+    writer.parallel |= was_parallel
+    return span
 
 
 def functions(writer, name: str, arguments: list[str], spans: list[Span]) -> list[Function]:
     """The module's njit functions, the program function ``name`` last: the parts of its
-    body (``writer.lines``, whose top-level eqns wrote ``spans``) and the calls of them."""
+    body (``writer.lines``, whose top-level eqns and then results wrote ``spans``) and
+    the calls of them."""
     lines = writer.lines
     if len(lines) <= PART_LINES:
         return [Function(name, arguments, lines, writer.parallel)]
+    *spans, ending = spans  # ending: the results, which the program function returns
     groups, size = [[]], 0
     for span in spans:
         if groups[-1] and size + span.end - span.start > PART_LINES:
@@ -253,15 +272,14 @@ def functions(writer, name: str, arguments: list[str], spans: list[Span]) -> lis
             size = 0
         groups[-1].append(span)
         size += span.end - span.start
-    tail = lines[spans[-1].end :] if spans else lines
     parts = []
-    needed = _names_in(tail)  # read by the parts after the one being cut, or the tail
+    needed = set(ending.reads)  # read by the parts after the one being cut, or the ending
     for group in reversed(groups):
         body = lines[group[0].start : group[-1].end]
-        bound = [b for span in group for b in span.binds]
-        results = [b for b in bound if b in needed]
-        reads = _names_in(body)
-        needed = (needed - set(bound)) | reads
+        bound = {b for span in group for b in span.binds}
+        results = [b for span in group for b in span.binds if b in needed]
+        reads = set().union(*(span.reads for span in group)) - bound
+        needed = (needed - bound) | reads
         parts.append((group, body, results, reads))
     made_at = {n: k for k, n in enumerate([*arguments, *(b for s in spans for b in s.binds)])}
     calls, out, first = [], [], len(arguments)  # first: made_at of the part's first name
@@ -273,13 +291,8 @@ def functions(writer, name: str, arguments: list[str], spans: list[Span]) -> lis
         out.append(Function(part_name, taken, [*body, f"return {_tuple(results)}"], parallel))
         call = f"{part_name}({', '.join(taken)})"
         calls.append(f"{_tuple(results)} = {call}" if results else call)
-    out.append(Function(name, arguments, calls + tail, False))
+    out.append(Function(name, arguments, calls + lines[ending.start :], False))
     return out
-
-
-def _names_in(lines: list[str]) -> set[str]:
-    """The identifiers the code of ``lines`` mentions (comments left out)."""
-    return {n for line in lines for n in _NAME.findall(line.split("#", 1)[0])}
 
 
 def _tuple(names: list[str]) -> str:

@@ -17,6 +17,7 @@ kernel output, loop carry or ``cond`` result costs no allocation.
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import math
 from collections import defaultdict
@@ -136,6 +137,9 @@ class _ProgramWriter:
         # Values of one element held as arrays, not scalars (``scalar_values``): the
         # arguments, and the arrays made for an op that reads or writes arrays.
         self.arrays: set[Var] = set(jaxpr.constvars + jaxpr.invars)
+        # The names of values and buffers the code written since ``parts`` last emptied
+        # it mentions: what the lines of one top-level eqn may read of those before.
+        self.mentioned: set[str] = set()
 
     # --- the context kernels write with ------------------------------------------------------
 
@@ -144,6 +148,7 @@ class _ProgramWriter:
             name = var_name(self.letters)
             self.letters += 1
             self.names[var] = name + "_" if name in _RESERVED else name
+        self.mentioned.add(self.names[var])
         return self.names[var]
 
     def fresh(self, prefix: str) -> str:
@@ -248,6 +253,7 @@ class _ProgramWriter:
         if buffer not in self.buffers:
             self.buffers[buffer] = f"buffer_{buffer}"
             self.emit(*self.new_array(f"buffer_{buffer}", (aval.size,), aval.dtype))
+        self.mentioned.add(self.buffers[buffer])
         self.emit(f"{name} = {self.buffers[buffer]}.reshape({tuple_source(aval.shape)})")
         return name
 
@@ -269,12 +275,15 @@ class _ProgramWriter:
             for var in eqn.outputs:
                 self.name(var)
         spans = parts.write_spans(self, jaxpr, Liveness(jaxpr))
-        results = [self.array_of(atom) for atom in jaxpr.outvars]
-        self.emit(f"return {tuple_source(results)}")
         fn = function_name(self.name_text)
         functions = parts.functions(self, fn, arguments, spans)
         module = self._module(functions)
         return GeneratedProgram(fn, module, self.parallel, self.kernels, len(functions) - 1)
+
+    def write_results(self) -> None:
+        """The program's return statement, each output an array."""
+        results = [self.array_of(atom) for atom in self.jaxpr.outvars]
+        self.emit(f"return {tuple_source(results)}")
 
     def write_eqns(self, jaxpr: Jaxpr, liveness: Liveness | None = None) -> None:
         """Write ``jaxpr``'s eqns; ``liveness`` (a loop body's, with the carries the loop
@@ -397,7 +406,6 @@ class _ProgramWriter:
         if len(shapes) != 1:
             raise Unfusable("outputs of different shapes in an elementwise kernel")
         writer = writer or KernelWriter(self, kernel)
-        reuse = reuse or {}
         shape = kernel.outputs[0].aval.shape
         if all(self._scalar_output(top) for top in kernel.outputs):  # one element each
             outputs = [
@@ -408,15 +416,24 @@ class _ProgramWriter:
             self._bind_scalars(writer, outputs)
             self.emit(*writer.builder.render(""))
             return
-        outputs = []
-        for top, var in zip(kernel.outputs, kernel.jaxpr.outvars, strict=True):
-            outputs.append((var, writer.output_use(top, reuse.get(top))))
+        outputs = self._output_uses(kernel, writer, reuse or {})
+        self.emit(*self._elementwise_loops(kernel, writer, outputs))
+
+    def _output_uses(self, kernel: Kernel, writer: KernelWriter, reuse: dict) -> list[tuple]:
+        """(body var, Use) of each output of a loop kernel, allocating those that need it;
+        ``reuse`` names the arrays some outputs are stored into."""
+        tops = zip(kernel.outputs, kernel.jaxpr.outvars, strict=True)
+        return [(var, writer.output_use(top, reuse.get(top))) for top, var in tops]
+
+    def _elementwise_loops(self, kernel: Kernel, writer: KernelWriter, outputs) -> list[str]:
+        """The lines of an elementwise kernel's loops, storing ``outputs``."""
+        shape = kernel.outputs[0].aval.shape
         groups = writer.plan(shape, outputs=outputs)
-        large = work(kernel, shape) >= self.parallel_work
-        parallel = large and bool(groups) and groups[0].extent >= 2
+        parallel = work(kernel, shape) >= self.parallel_work
+        parallel = parallel and bool(groups) and groups[0].extent >= 2
         writer.write_elementwise(outputs, parallel)
         self.parallel |= parallel
-        self.emit(*writer.builder.render(""))
+        return writer.builder.render("")
 
     def _reduction(self, kernel: Kernel) -> None:
         writer = ReductionWriter(self, kernel)
@@ -458,32 +475,63 @@ class _ProgramWriter:
             array = self.name(direct[0])
         else:
             array = self.fresh(f"{self.name(product)}_dot")
-        operands = (self._dot_operand(lhs), lhs.aval, self._dot_operand(rhs), rhs.aval)
-        self.emit(*write_dot(self, *operands, array, product.aval, dot.params))
         target = array
         if one_element:
             target = self.name(direct[0]) if direct else self.fresh(self.name(product))
+        epilogue = _epilogue(kernel, product)
+        writer, outputs, over_product, in_block = None, None, [], None
+        if epilogue.outputs:
+            writer = KernelWriter(self, epilogue)
+            if one_element:
+                writer.scalars[product] = Scalar(target)
+            else:
+                writer.leaves[product] = target
+            liveness, index = self.place
+            over_product = [
+                top
+                for top in epilogue.outputs
+                if not one_element and liveness.overwrite_refusal(index, top, product) is None
+            ]
+            if not all(self._scalar_output(top) for top in epilogue.outputs):
+                # One output of the epilogue takes the product's array.
+                reuse = {over_product[0]: target} if over_product else {}
+                outputs = self._output_uses(epilogue, writer, reuse)
+                in_block = functools.partial(self._epilogue_rows, epilogue, writer, outputs, dot)
+        operands = (self._dot_operand(lhs), lhs.aval, self._dot_operand(rhs), rhs.aval)
+        lines, in_blocks = write_dot(self, *operands, array, product.aval, dot.params, in_block)
+        self.emit(*lines)
+        if one_element:
             self.emit(f"{target} = {array}[{scalar_values.element_index(product.aval)}]")
         self.emit(*(f"{self.name(top)} = {target}" for top in direct[1:]))
-        epilogue = _epilogue(kernel, product)
-        if not epilogue.outputs:
-            return
-        writer = KernelWriter(self, epilogue)
-        if one_element:
-            writer.scalars[product] = Scalar(target)
-        else:
-            writer.leaves[product] = target
-        reuse = {}
-        liveness, index = self.place
-        over_product = [
-            top
-            for top in epilogue.outputs
-            if not one_element and liveness.overwrite_refusal(index, top, product) is None
-        ]
-        if over_product:  # one output of the epilogue takes the product's array
-            reuse[over_product[0]] = self.name(over_product[0])
+        if over_product and outputs is not None:
             self.emit(f"{self.name(over_product[0])} = {target}")
-        self._elementwise(epilogue, writer, reuse)
+        if outputs is None and writer is not None:  # every output a scalar
+            self._elementwise(epilogue, writer)
+        elif outputs is not None and not in_blocks:
+            self.emit(*self._elementwise_loops(epilogue, writer, outputs))
+
+    def _epilogue_rows(self, epilogue, writer, outputs, dot, low: str, high: str):
+        """The lines of a contraction's epilogue over rows ``low`` to ``high`` of its
+        product only, or None where it cannot be split so: it must read the product at
+        the point it writes (elementwise), write whole arrays of the product's shape, and
+        loop over the product's rows outermost (alone or merged with the columns)."""
+        product = dot.outputs[0]
+        shape = product.aval.shape
+        (lhs_contract, _), (lhs_batch, _) = dot.params["dimension_numbers"]
+        free = len(dot.inputs[0].aval.shape) - len(lhs_batch) - len(lhs_contract)
+        if lhs_batch or any(use.window or use.shape != shape for _, use in outputs):
+            return None
+        groups = writer.plan(shape, outputs=outputs)
+        name = writer.leaves[product]
+        if any(u.array == name and u.dims != identity_mapping(shape) for u in writer.uses):
+            return None
+        row_dims = [d for d in range(free) if shape[d] != 1]
+        if not groups or list(groups[0].dims[: len(row_dims)]) != row_dims:
+            return None
+        per_row = math.prod(shape[d] for d in groups[0].dims[len(row_dims) :])
+        scale = "" if per_row == 1 else f" * {per_row}"
+        writer.write_elementwise(outputs, False, f"{low}{scale}, {high}{scale}")
+        return writer.builder.render("")
 
     def _dot_operand(self, atom) -> str:
         """An operand of ``dot_general`` as an array (BLAS reads arrays)."""

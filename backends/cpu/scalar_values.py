@@ -58,40 +58,44 @@ def form(*names: str):
     return register
 
 
-@form("reshape", "squeeze", "expand_dims", "transpose")
-def _same_element(program, eqn: Eqn) -> list[str] | None:
-    """A one-element result of an op that moves no data is its operand's element."""
-    (out,) = eqn.outputs
-    if not program.is_scalar(out):
-        return None
-    return [f"{program.name(out)} = {program.scalar_of(eqn.inputs[0])}"]
+def element_form(*names: str):
+    """Register the scalar form of ops whose one-element result is one element of their
+    first operand: the operand itself where it is a scalar, else the element at the index
+    that the decorated function writes, ``(program, eqn) -> index source``."""
+
+    def register(index: Callable[..., str]) -> Callable[..., str]:
+        def element(program, eqn: Eqn) -> list[str] | None:
+            (out,) = eqn.outputs
+            if not program.is_scalar(out):
+                return None
+            x = eqn.inputs[0]
+            if program.is_scalar(x):
+                return [f"{program.name(out)} = {program.scalar_of(x)}"]
+            return [f"{program.name(out)} = {program.name(x)}[{index(program, eqn)}]"]
+
+        form(*names)(element)
+        return index
+
+    return register
 
 
-@form("slice")
-def _slice_element(program, eqn: Eqn) -> list[str] | None:
-    (out,) = eqn.outputs
-    if not program.is_scalar(out):
-        return None
-    x = eqn.inputs[0]
-    if program.is_scalar(x):
-        return [f"{program.name(out)} = {program.name(x)}"]
-    index = ", ".join(map(str, eqn.params["start_indices"]))
-    return [f"{program.name(out)} = {program.name(x)}[{index}]"]
+@element_form("reshape", "squeeze", "expand_dims", "transpose")
+def _only_element(program, eqn: Eqn) -> str:
+    """An op that moves no data: its one-element operand's element."""
+    return element_index(eqn.inputs[0].aval)
 
 
-@form("dynamic_slice")
-def _window_element(program, eqn: Eqn) -> list[str] | None:
+@element_form("slice")
+def _slice_start(program, eqn: Eqn) -> str:
+    return ", ".join(map(str, eqn.params["start_indices"]))
+
+
+@element_form("dynamic_slice")
+def _clamped_starts(program, eqn: Eqn) -> str:
     """``x[i]`` with a traced ``i``: the element at the clamped starts, read once."""
-    (out,) = eqn.outputs
-    if not program.is_scalar(out):
-        return None
     x, *starts = eqn.inputs
-    if program.is_scalar(x):
-        return [f"{program.name(out)} = {program.name(x)}"]
-    index = [
-        _clamped(program, start, size - 1) for start, size in zip(starts, x.aval.shape, strict=True)
-    ]
-    return [f"{program.name(out)} = {program.name(x)}[{', '.join(index)}]"]
+    shape = x.aval.shape
+    return ", ".join(_clamped(program, s, n - 1) for s, n in zip(starts, shape, strict=True))
 
 
 @form("dynamic_update_slice")

@@ -14,11 +14,13 @@ narrow float, and these are the two conversions the kernels call:
   ml_dtypes' result, bit for bit.
 
 On a GPU they are LLVM intrinsics, inlined into the kernel as a few integer operations
-(a kernel that converts is bound by memory, not by these). Integer rounding rather than
-sm_90's ``cvt.rn.bf16.f32``: a NaN is then ml_dtypes' NaN, not whichever the hardware
-makes, and the simulator, which runs kernels as Python, computes the same arithmetic,
-written with NumPy scalars (as ``devicelib`` does for the math library). The tests
-check both against ml_dtypes, the intrinsics compiled for the CPU: it is the same IR.
+(a kernel that converts is bound by memory, not by these): the cpu backend's, the same
+LLVM IR and typing (``backends.float_rounding``) wrapped in the CUDA target's
+``intrinsic``. Integer rounding rather than sm_90's ``cvt.rn.bf16.f32``: a NaN is then
+ml_dtypes' NaN, not whichever the hardware makes, and the simulator, which runs kernels
+as Python, computes the same arithmetic, written with NumPy scalars (as ``devicelib``
+does for the math library). The tests check both against ml_dtypes, the intrinsics
+compiled for the CPU: it is the same IR.
 
 float16 needs none of this: Numba's CUDA target has a float16 type (``ld.global.u16``
 and ``cvt.f32.f16``), so it is stored as it is.
@@ -29,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import dtypes
-from ..float_rounding import float32_rounded_to_odd
+from .. import float_rounding
+from ..float_rounding import BFLOAT16_HALF_ULP, BFLOAT16_QUIET_NAN
 from .options import simulating
 
 
@@ -40,10 +43,6 @@ def storage_dtype(dtype) -> np.dtype:
 
 def is_held_as_bits(dtype) -> bool:
     return dtypes.bfloat16 is not None and np.dtype(dtype) == dtypes.bfloat16
-
-
-_QUIET_NAN = 0x7FC0  # ml_dtypes' bfloat16 NaN; with the sign bit, 0xffc0
-_HALF_ULP = 0x7FFF  # added with the lowest kept bit: round to nearest, ties to even
 
 
 def simulated_to_float32(bits):
@@ -60,51 +59,10 @@ def simulated_from_float(x):
     bits = value.view(np.uint32)
     upper = bits >> np.uint32(16)
     if value != value:
-        return np.uint16((upper & np.uint32(0x8000)) | np.uint32(_QUIET_NAN))
+        return np.uint16((upper & np.uint32(0x8000)) | np.uint32(BFLOAT16_QUIET_NAN))
     # Nothing carries out of 32 bits: below the NaNs, -inf's 0xff800000 is the largest.
-    return np.uint16((bits + np.uint32(_HALF_ULP) + (upper & np.uint32(1))) >> np.uint32(16))
-
-
-def _to_float32_code(context, builder, signature, args):
-    from llvmlite import ir
-
-    i32 = ir.IntType(32)
-    wide = builder.shl(builder.zext(args[0], i32), ir.Constant(i32, 16))
-    return builder.bitcast(wide, ir.FloatType())
-
-
-def _from_float_code(context, builder, signature, args):
-    from llvmlite import ir
-
-    i16, i32, f32 = ir.IntType(16), ir.IntType(32), ir.FloatType()
-    value = args[0] if args[0].type == f32 else float32_rounded_to_odd(builder, args[0])
-    bits = builder.bitcast(value, i32)
-    upper = builder.lshr(bits, ir.Constant(i32, 16))
-    lowest_kept = builder.and_(upper, ir.Constant(i32, 1))
-    rounded = builder.add(bits, builder.add(ir.Constant(i32, _HALF_ULP), lowest_kept))
-    narrowed = builder.trunc(builder.lshr(rounded, ir.Constant(i32, 16)), i16)
-    sign = builder.and_(builder.trunc(upper, i16), ir.Constant(i16, 0x8000))
-    quiet_nan = builder.or_(sign, ir.Constant(i16, _QUIET_NAN))
-    is_nan = builder.fcmp_unordered("uno", value, value)
-    return builder.select(is_nan, quiet_nan, narrowed)
-
-
-# The intrinsics' typing (and, through it, their code): LLVM IR that any Numba target
-# compiles, so the tests also run it on the CPU, against ml_dtypes.
-def typing_to_float32(typingctx, bits):
-    from numba import types
-
-    if isinstance(bits, types.Integer) and bits.bitwidth == 16 and not bits.signed:
-        return types.float32(bits), _to_float32_code
-    return None
-
-
-def typing_from_float(typingctx, x):
-    from numba import types
-
-    if x in (types.float32, types.float64):
-        return types.uint16(x), _from_float_code
-    return None
+    rounded = bits + np.uint32(BFLOAT16_HALF_ULP) + (upper & np.uint32(1))
+    return np.uint16(rounded >> np.uint32(16))
 
 
 if simulating():
@@ -116,5 +74,5 @@ else:
     except ImportError:  # no numba-cuda: no kernel compiles, so nothing calls these
         bfloat16_to_float32 = bfloat16_from_float = None
     else:
-        bfloat16_to_float32 = intrinsic(typing_to_float32)
-        bfloat16_from_float = intrinsic(typing_from_float)
+        bfloat16_to_float32 = intrinsic(float_rounding.bfloat16_to_float32)
+        bfloat16_from_float = intrinsic(float_rounding.bfloat16_from_float)

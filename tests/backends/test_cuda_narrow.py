@@ -58,10 +58,11 @@ def test_bfloat16_conversions_round_as_ml_dtypes(rng):
     CPU, the same IR) and the simulator's NumPy code, bit for bit against ml_dtypes."""
     from numba import extending, njit
 
+    from numbax.backends import float_rounding
     from numbax.backends.cuda import narrow_floats as nf
 
-    to_float32 = extending.intrinsic(nf.typing_to_float32)
-    from_float = extending.intrinsic(nf.typing_from_float)
+    to_float32 = extending.intrinsic(float_rounding.bfloat16_to_float32)
+    from_float = extending.intrinsic(float_rounding.bfloat16_from_float)
 
     @njit
     def convert(x32, x64):

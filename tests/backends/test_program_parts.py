@@ -71,6 +71,27 @@ def test_a_program_cut_into_parts_gives_the_interpreters_values(small_units):
     assert stats.llvm_s > 0 and "LLVM" in str(stats)
 
 
+def test_a_view_that_several_pieces_read_is_recomputed_by_each(small_units):
+    """A broadcast of an input that every piece of a split kernel reads is made again by
+    each piece, never an output of one: every value keeps one producer, so the memory
+    plan cannot give its buffer to another value while a piece still writes it."""
+
+    def chain(x, b):
+        y = x
+        for _ in range(12):
+            y = np.sin(y) * b + b * 0.5
+        return y, x * 2.0
+
+    x, b = np.linspace(-1.0, 1.0, 12).reshape(3, 4), np.linspace(0.5, 1.5, 4)
+    closed = numbax.make_jaxpr(chain)(x, b)
+    fused, _, _ = cpu._optimize(closed, "chain")
+    made = [v for eqn in fused.jaxpr.eqns for v in eqn.outputs]
+    assert len(fused.jaxpr.eqns) >= 4 and len(made) == len(set(made))
+    got = cpu.backend.compile(closed, "chain")(x, b)
+    for g, want in zip(got, chain(x, b), strict=True):
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+
+
 def test_a_program_in_parts_loads_from_the_disk_cache(small_units, tmp_path, monkeypatch):
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
     monkeypatch.setattr(cache, "_LOADED", {})
