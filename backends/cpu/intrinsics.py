@@ -20,6 +20,11 @@ and vectorise:
   (and Numba's front end, which gives every branch its own blocks, has less to do).
 - ``compensated_add``/``compensated_total``: Neumaier summation of the block sums of a
   float64 sum (see ``reductions``).
+- ``shaped_view``: ``array.reshape(shape)`` for a C-contiguous array, built from the array's own
+  data pointer in LLVM IR. Numba's reshape computes the view's strides in a C helper
+  (``numba_attempt_nocopy_reshape``) that LLVM cannot see into, and a kernel loop
+  storing into or reading through such views did not vectorise ("cannot identify array
+  bounds"): every loop of a multi-kernel program over 2-D values, none of them so.
 - ``complex_div``: NumPy's complex division (Smith's algorithm, and a zero divisor gives
   inf and NaN parts), where Numba's raises ZeroDivisionError; ``complex_pow``: NumPy's
   complex power, where Numba's polar form gives NaN for infinite exponents. Both are
@@ -33,8 +38,10 @@ import sys
 
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.core import cgutils, ir_utils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload
+from numba.np.arrayobj import make_array, populate_array
 
 from ..complex_functions import complex_functions
 
@@ -197,6 +204,60 @@ def advise_huge_pages(typingctx, array):
         return context.get_dummy_value()
 
     return types.none(array), codegen
+
+
+def shaped_view(array, shape):
+    """``array`` with ``shape`` (same size), a view; see the module doc."""
+    return array.reshape(shape)
+
+
+@overload(shaped_view)
+def _shaped_view(array, shape):
+    contiguous = isinstance(array, types.Array) and array.layout == "C"
+    if contiguous and isinstance(shape, types.UniTuple) and isinstance(shape.dtype, types.Integer):
+        return lambda array, shape: _contiguous_view(array, shape)
+    return lambda array, shape: array.reshape(shape)  # any other layout: Numba's
+
+
+def _aliases_its_array(lhs: str, args, alias_map, arg_aliases) -> None:
+    """Tell Numba's alias analysis that a ``shaped_view`` is its array: the parfor passes
+    would otherwise take the view for a new array, and drop loops that store into it."""
+    ir_utils._add_alias(lhs, args[0].name, alias_map, arg_aliases)
+
+
+ir_utils.alias_func_extensions[("shaped_view", __name__)] = _aliases_its_array
+
+
+@intrinsic
+def _contiguous_view(typingctx, array, shape):
+    """The C-contiguous view of ``array``'s data with ``shape`` (the generated code
+    passes only shapes of ``array``'s size: no check)."""
+    ndim = shape.count
+    result = array.copy(ndim=ndim, layout="C")
+
+    def codegen(context, builder, signature, args):
+        source = make_array(signature.args[0])(context, builder, args[0])
+        extents = [
+            context.cast(builder, extent, shape.dtype, types.intp)
+            for extent in cgutils.unpack_tuple(builder, args[1], ndim)
+        ]
+        strides, stride = [], source.itemsize
+        for extent in reversed(extents):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, extent)
+        out = make_array(result)(context, builder)
+        populate_array(
+            out,
+            data=source.data,
+            shape=extents,
+            strides=strides,
+            itemsize=source.itemsize,
+            meminfo=source.meminfo,
+            parent=source.parent,
+        )
+        return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+    return result(array, shape), codegen
 
 
 @njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)

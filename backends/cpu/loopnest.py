@@ -125,10 +125,11 @@ class Scalar:
 class LoopBuilder:
     """Writes one kernel's loops, placing each statement as far out as it can go."""
 
-    def __init__(self, groups: list[Group], fresh):
+    def __init__(self, groups: list[Group], fresh, view):
         self.groups = groups
         self.position = {g.index: k for k, g in enumerate(groups)}
         self.fresh = fresh  # fresh(prefix) -> a new local name
+        self.view_of = view  # view(array, shape) -> the expression of a reshaped view
         self.root = Block(None, None, frozenset())
         self.current = self.root
         self.views: dict[tuple, str] = {}
@@ -208,7 +209,7 @@ class LoopBuilder:
         if key not in self.views:
             name = self.fresh(f"{use.array}_v")
             self.views[key] = name
-            self.prelude.append(f"{name} = {use.array}.reshape({tuple_source(shape)})")
+            self.prelude.append(f"{name} = {self.view_of(use.array, shape)}")
         return self.views[key], indices, deps
 
     def _window_index(self, use: Use) -> list[str]:

@@ -254,8 +254,18 @@ class _ProgramWriter:
             self.buffers[buffer] = f"buffer_{buffer}"
             self.emit(*self.new_array(f"buffer_{buffer}", (aval.size,), aval.dtype))
         self.mentioned.add(self.buffers[buffer])
-        self.emit(f"{name} = {self.buffers[buffer]}.reshape({tuple_source(aval.shape)})")
+        if len(aval.shape) == 1:  # the buffer itself
+            self.emit(f"{name} = {self.buffers[buffer]}")
+        else:
+            self.emit(f"{name} = {self.view(self.buffers[buffer], aval.shape)}")
         return name
+
+    def view(self, array: str, shape) -> str:
+        """``array`` (C-contiguous, of ``shape``'s size) viewed with ``shape``, in a form
+        LLVM sees through (``intrinsics.shaped_view``), so the loops over it vectorise."""
+        if not shape:  # Numba cannot reshape to rank 0
+            return f"{array}.reshape(())"
+        return f"{self.function(scalar.INTRINSICS, 'shaped_view')}({array}, {tuple_source(shape)})"
 
     def module_function(self, lines: list[str]) -> None:
         """Define a function at module level, ahead of the program (``callbacks``)."""
