@@ -35,6 +35,7 @@ import numbax
 from numbax import nn
 from numbax import numpy as xnp
 from numbax.ir.dtypes import canonicalize
+from numbax.passes.rewrite import subjaxprs
 
 F32, F64, I32, I64, BOOL = "float32", "float64", "int32", "int64", "bool"
 FLOATS = (F32, F64)
@@ -204,6 +205,33 @@ def assert_array_matches(actual, expected, tolerance: float = 1.0, where: str = 
         np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol, err_msg=where)
     else:
         np.testing.assert_array_equal(actual, expected, err_msg=where)
+
+
+# Numba's compile time grows faster than the program: a bundle of many small cases
+# compiles in groups of at most this many traced eqns (see tests/tracer/test_corpus_numpy.py).
+GROUP_EQNS = 24
+
+
+def traced_eqns(fn, args) -> int:
+    """The eqns of ``fn(*args)`` as traced, those of its sub-jaxprs included."""
+    return _eqn_count(numbax.make_jaxpr(fn)(*args).jaxpr)
+
+
+def _eqn_count(jaxpr) -> int:
+    return sum(1 + sum(map(_eqn_count, subjaxprs(eqn))) for eqn in jaxpr.eqns)
+
+
+def in_groups(items: list, sizes: list[int], limit: int = GROUP_EQNS) -> list[list]:
+    """``items`` in order, cut into groups whose ``sizes`` add up to at most ``limit``
+    (an item larger than that is a group of its own)."""
+    groups, total = [[]], 0
+    for item, size in zip(items, sizes, strict=True):
+        if groups[-1] and total + size > limit:
+            groups.append([])
+            total = 0
+        groups[-1].append(item)
+        total += size
+    return groups
 
 
 CASES: list[Case] = []

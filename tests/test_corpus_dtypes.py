@@ -28,7 +28,7 @@ import zlib
 
 import numpy as np
 import pytest
-from corpus import CASES, FLOATS, INTS, PYTHON, Arg, Case, signature_id
+from corpus import CASES, FLOATS, INTS, PYTHON, Arg, Case, in_groups, signature_id, traced_eqns
 
 import numbax
 from numbax.ir import dtypes
@@ -207,9 +207,10 @@ def test_corpus_case_in_a_narrow_dtype(case, dtype, original, retyped, rng):
 
 
 def _cpu_bundles() -> dict[str, list]:
-    """(narrow dtype, argument types) -> its ufunc and reduction variants: one compiled
-    program each, small enough to compile in seconds (every new program is a compile; the
-    interpreter above runs every variant on its own)."""
+    """(narrow dtype, argument types) -> its ufunc and reduction variants, compiled in
+    groups of at most ``corpus.GROUP_EQNS`` traced eqns, as the corpus's bundles are (Numba's
+    compile time grows faster than the program); the interpreter above runs every variant
+    on its own."""
     bundles: dict[str, list] = {}
     for param in VARIANTS:
         case, dtype, original, retyped = param.values
@@ -232,17 +233,25 @@ def test_cpu_runs_the_corpus_in_a_narrow_dtype(key, rng):
         args = narrow_arguments(original, retyped, rng)
         if _numpy_refuses(case, args) is None:
             members.append((case, args))
-    bounds = np.cumsum([0] + [len(args) for _, args in members])
+    if not members:
+        pytest.skip("NumPy refuses every case of this bundle")
+    narrowest = dtypes.canonicalize(dtype) if dtype in NARROW_FLOATS else None
+    sizes = [traced_eqns(case.fn, args) for case, args in members]
+    for group in in_groups(members, sizes):
+        _check_cpu_group(group, narrowest)
+
+
+def _check_cpu_group(group, narrowest) -> None:
+    """One program on the cpu backend of every (case, arguments) of ``group``, each
+    output against its oracle."""
+    bounds = np.cumsum([0] + [len(args) for _, args in group])
     spans = list(zip(bounds[:-1], bounds[1:], strict=True))
 
     def bundle(*flat):
-        pairs = zip(members, spans, strict=True)
+        pairs = zip(group, spans, strict=True)
         return tuple(case.fn(*flat[lo:hi]) for (case, _), (lo, hi) in pairs)
 
-    if not members:
-        pytest.skip("NumPy refuses every case of this bundle")
-    actual = numbax.jit(bundle, backend="cpu")(*sum((args for _, args in members), ()))
-    narrowest = dtypes.canonicalize(dtype) if dtype in NARROW_FLOATS else None
-    for (case, args), out in zip(members, actual, strict=True):
+    actual = numbax.jit(bundle, backend="cpu")(*sum((args for _, args in group), ()))
+    for (case, args), out in zip(group, actual, strict=True):
         expected, expected_dtypes = oracle(case, args)
         assert_matches(out, expected, expected_dtypes, case, f"{case} on cpu", narrowest)

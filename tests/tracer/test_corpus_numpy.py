@@ -7,7 +7,7 @@ the (case, signature) pairs whose arguments have the same shapes and dtypes beco
 jitted program (each pair with its own argument values), over the signatures
 ``_compiled_signatures`` picks. Numba's compile time grows faster than the program (the
 54 members of the ``float32[3, 4]`` bundle compile ~2.7x slower as one program than one by
-one), so a bundle compiles in groups of at most ``GROUP_EQNS`` traced eqns, and a member
+one), so a bundle compiles in groups of at most ``corpus.GROUP_EQNS`` traced eqns, and a member
 larger than that on its own. The other cases run their first signatures
 (``backend.max_signatures``). ``--corpus-each`` runs every case on its own instead (slow;
 for finding which case breaks a bundle).
@@ -19,13 +19,11 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from corpus import CASES, assert_tree_matches, signature_id
+from corpus import CASES, assert_tree_matches, in_groups, signature_id, traced_eqns
 
 import numbax
-from numbax.passes.rewrite import subjaxprs
 
 BUNDLED_TAGS = ("ufunc", "reduction")
-GROUP_EQNS = 24  # per compiled group of a bundle (see the module docstring)
 
 
 def _bundled(case) -> bool:
@@ -86,22 +84,11 @@ def test_bundle_matches_numpy(key, compiled_backend, rng, request):
         _check_group(group, backend, key)
 
 
-def _eqn_count(jaxpr) -> int:
-    return sum(1 + sum(map(_eqn_count, subjaxprs(eqn))) for eqn in jaxpr.eqns)
-
-
 def _groups(members, arguments) -> list[list]:
-    """The (member, arguments) pairs in order, cut into groups of at most ``GROUP_EQNS``
-    traced eqns (a larger member is a group of its own)."""
-    groups, size = [[]], 0
-    for (case, signature), args in zip(members, arguments, strict=True):
-        eqns = _eqn_count(numbax.make_jaxpr(case.fn)(*args).jaxpr)
-        if groups[-1] and size + eqns > GROUP_EQNS:
-            groups.append([])
-            size = 0
-        groups[-1].append(((case, signature), args))
-        size += eqns
-    return groups
+    """The (member, arguments) pairs in order, cut into groups of at most
+    ``corpus.GROUP_EQNS`` traced eqns (a larger member is a group of its own)."""
+    pairs = list(zip(members, arguments, strict=True))
+    return in_groups(pairs, [traced_eqns(case.fn, args) for (case, _), args in pairs])
 
 
 def _check_group(group, backend, key) -> None:
