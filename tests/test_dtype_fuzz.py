@@ -13,8 +13,8 @@ sums, products and contractions accumulated in float32 and rounded once).
 
 Integers must match exactly. Floats match within 2 ulps of the narrow dtype after a
 transcendental function (computed in float32 by both, then rounded: a float32 ulp apart
-can round to neighbouring narrow values) or a sum (float32 accumulators, added in other
-orders: reassociation), exactly otherwise; a value that went through a transcendental
+can round to neighbouring narrow values) or a sum or product (float32 accumulators, in
+other orders: reassociation), exactly otherwise; a value that went through a transcendental
 function is never fed to a discontinuous operation (a comparison, a cast to an integer,
 floor), where one ulp could change the answer entirely.
 """
@@ -65,7 +65,10 @@ FLOAT_OPS = {
 TRANSCENDENTAL = {"exp", "log", "tanh", "sin", "expm1"}
 DISCONTINUOUS = {"floor", "where_less", "floor_divide", "remainder"}
 REDUCTIONS = ["sum", "max", "min", "prod", "mean", "cumsum", "argmax"]
-REASSOCIATED = {"sum", "mean", "cumsum"}  # floating-point sums, in any order
+# Float sums and products, accumulated in float32 in any order (narrow floats too: the
+# oracle rounds a narrow float's float32 accumulation once, as numbax does).
+REASSOCIATED = {"sum", "mean", "cumsum", "prod"}
+ACCUMULATED = ("sum", "cumsum", "prod")
 
 
 @st.composite
@@ -101,10 +104,14 @@ def programs(draw, dtype_name: str):
     return steps
 
 
-def _step(op, args, constant, narrow_round):
-    """One step, on NumPy arrays or numbax tracers alike (NumPy's functions dispatch)."""
+def _step(op, args, constant, oracle=None):
+    """One step, on NumPy arrays or numbax tracers alike (NumPy's functions dispatch).
+    For the oracle, an ``Oracle``: how it rounds, and how it treats narrow floats."""
     x = args[0]
+    narrow_round = oracle.round if oracle else (lambda v: v)
     if op.endswith("_scalar"):
+        if oracle:
+            constant = oracle.constant(constant)
         return narrow_round(getattr(np, op[: -len("_scalar")])(x, constant))
     if op in ("left_shift", "right_shift"):
         return getattr(np, op)(x, x.dtype.type(constant))
@@ -114,25 +121,45 @@ def _step(op, args, constant, narrow_round):
         return x.astype(_dtype(constant))
     if op in REDUCTIONS:
         axis = constant if op != "cumsum" or constant is not None else 0
+        if oracle and op in ACCUMULATED and x.dtype == np.float16:
+            # In float32, rounded once: what numbax documents (NumPy's float16 loops
+            # round the running value after every step along a non-innermost axis, and
+            # a running sum can overflow to inf where the float32 one does not).
+            return getattr(np, op)(x.astype(np.float32), axis=axis).astype(np.float16)
         return narrow_round(getattr(np, op)(x, axis=axis))
     return narrow_round(getattr(np, op)(*args))
 
 
-def run(steps, x, narrow_round=lambda v: v):
+class Oracle:
+    """NumPy's program, as the oracle runs it: ``round`` each float result (bfloat16:
+    the float32 result to bfloat16), and ``constant``: a Python scalar as NumPy and JAX
+    take it, in the array's dtype (a weak type: bfloat16's program computes in float32,
+    so its scalars are rounded to bfloat16 first)."""
+
+    def __init__(self, bfloat16: bool = False):
+        self.bfloat16 = bfloat16
+
+    def round(self, v):
+        v = np.asarray(v)
+        if self.bfloat16 and v.dtype == np.float32:
+            return v.astype(BFLOAT16).astype(np.float32)
+        return v
+
+    def constant(self, c):
+        return float(np.asarray(c).astype(BFLOAT16)) if self.bfloat16 else c
+
+
+def run(steps, x, oracle=None):
     values = [x]
     for op, operands, constant in steps:
-        values.append(_step(op, [values[k] for k in operands], constant, narrow_round))
+        values.append(_step(op, [values[k] for k in operands], constant, oracle))
     return values[-1]
 
 
 def _bfloat16_oracle(steps, x):
     """NumPy's float32 program, each float32 result rounded to bfloat16 (NumPy's float16
     loops, for bfloat16), and the result dtype float32's with bfloat16 for float32."""
-
-    def narrow(v):
-        v = np.asarray(v)
-        return v.astype(BFLOAT16).astype(np.float32) if v.dtype == np.float32 else v
-
+    narrow = Oracle(bfloat16=True)
     if steps and steps[-1][0] == "astype":  # a cast of the bfloat16 value itself
         before = np.asarray(run(steps[:-1], x.astype(np.float32), narrow))
         return before.astype(BFLOAT16).astype(_dtype(steps[-1][2]))
@@ -154,7 +181,7 @@ def oracle(steps, dtype_name: str, x):
     with np.errstate(all="ignore"):
         if dtype_name == "bfloat16":
             return np.asarray(_bfloat16_oracle(steps, x))
-        return np.asarray(run(steps, x))
+        return np.asarray(run(steps, x, Oracle()))
 
 
 def _ulp(want: np.ndarray) -> np.ndarray:
@@ -189,26 +216,16 @@ def _inexact(steps) -> bool:
 
 
 def _reassociation_tolerance(steps, name, x) -> float:
-    """A float sum's or product's error bound (n roundings of unit u, times the largest
-    magnitude involved). numbax accumulates narrow floats in float32 and rounds once, as
-    the bfloat16 oracle does (u = eps32, for the other order of a sum); NumPy's float16
-    loops round to float16 after each step along an axis that is not the innermost
-    (u = eps16 / 2 against that oracle)."""
-    if (
-        not dtypes.is_float(_dtype(name))
-        or not steps
-        or steps[-1][0] not in REASSOCIATED | {"prod"}
-    ):
+    """A float sum's error bound in float32 (both accumulate in float32, in orders that
+    differ): n eps32 times the sum of the magnitudes summed. (A product's reassociation
+    is within the 2 narrow ulps an inexact result is allowed.)"""
+    if not dtypes.is_float(_dtype(name)) or not steps or steps[-1][0] not in REASSOCIATED:
         return 0.0
-    unit = 2.0**-11 if name == "float16" else 2.0**-23
-    operand = oracle(steps[:-1], name, x).astype(np.float64)
     if steps[-1][0] == "prod":
-        if name != "float16":
-            return 0.0
-        product = np.abs(oracle(steps, name, x).astype(np.float64))
-        return operand.size * unit * float(np.max(product[np.isfinite(product)], initial=0))
+        return 0.0
+    operand = oracle(steps[:-1], name, x).astype(np.float64)
     magnitudes = np.abs(operand[np.isfinite(operand)])
-    return operand.size * unit * float(magnitudes.sum())
+    return operand.size * 2.0**-23 * float(magnitudes.sum())
 
 
 DTYPE_NAMES = INTS + FLOATS
