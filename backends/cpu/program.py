@@ -411,7 +411,7 @@ class _ProgramWriter:
         for var, use in outputs:
             writer.builder.write(f"{use.array} = {writer.value(var, use.dims).name}")
 
-    def _elementwise(self, kernel: Kernel, writer: KernelWriter | None = None, reuse=None):
+    def _elementwise(self, kernel: Kernel, writer: KernelWriter | None = None):
         shapes = {v.aval.shape for v in kernel.outputs}
         if len(shapes) != 1:
             raise Unfusable("outputs of different shapes in an elementwise kernel")
@@ -426,7 +426,7 @@ class _ProgramWriter:
             self._bind_scalars(writer, outputs)
             self.emit(*writer.builder.render(""))
             return
-        outputs = self._output_uses(kernel, writer, reuse or {})
+        outputs = self._output_uses(kernel, writer, {})
         self.emit(*self._elementwise_loops(kernel, writer, outputs))
 
     def _output_uses(self, kernel: Kernel, writer: KernelWriter, reuse: dict) -> list[tuple]:
