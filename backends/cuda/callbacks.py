@@ -17,18 +17,27 @@ from . import device
 NAMES = ("debug_callback", "pure_callback")
 
 
+def sole_op(eqn: Eqn, names) -> Eqn | None:
+    """The one eqn of a kernel made of one op of ``names``, over the kernel body's
+    variables; None for any other eqn."""
+    if eqn.prim is not kernel_p:
+        return None
+    body = eqn.params["jaxpr"]
+    if len(body.eqns) != 1 or body.eqns[0].prim.name not in names:
+        return None
+    return body.eqns[0]
+
+
 def host_call(eqn: Eqn, names=NAMES) -> Eqn | None:
     """The callback (or other op of ``names`` the host runs) ``eqn`` runs, over the
     block's variables: ``eqn`` itself, or the one op of a kernel made of one; None for
     anything else."""
     if eqn.prim.name in names:
         return eqn
-    if eqn.prim is not kernel_p:
+    inner = sole_op(eqn, names)
+    if inner is None:
         return None
     body = eqn.params["jaxpr"]
-    if len(body.eqns) != 1 or body.eqns[0].prim.name not in names:
-        return None
-    (inner,) = body.eqns
     env = dict(zip(body.invars, eqn.inputs, strict=True))
     env.update(zip(body.outvars, eqn.outputs, strict=True))
     return inner.replace(

@@ -4,8 +4,7 @@ C-ordered, so a reshape kernel is dropped and its readers read its operand's buf
 from __future__ import annotations
 
 from ...ir.core import Eqn, Jaxpr, Var
-from ...ir.higher_order import kernel_p
-from .callbacks import host_call
+from .callbacks import host_call, sole_op
 from .steps import HOST_OPS
 
 _VIEWS = ("reshape", "squeeze", "expand_dims")
@@ -34,12 +33,10 @@ def drop_views(jaxpr: Jaxpr) -> Jaxpr:
 
 def _view_of(eqn: Eqn):
     """The operand a kernel only reshapes (same elements, same order), else None."""
-    if eqn.prim is not kernel_p:
+    inner = sole_op(eqn, _VIEWS)
+    if inner is None:
         return None
     body = eqn.params["jaxpr"]
-    if len(body.eqns) != 1 or body.eqns[0].prim.name not in _VIEWS:
-        return None
-    (inner,) = body.eqns
     (source,) = inner.inputs
     if not isinstance(source, Var) or body.outvars != inner.outputs:
         return None
