@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     reductions,
     sorting,
     structural,
+    threefry,
 )
 from .core import Atom, ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var, aval_of
 from .interpret import eval_jaxpr

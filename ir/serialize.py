@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dtypes, elementwise, fft, higher_order, reductions, structural
+from . import dtypes, elementwise, fft, higher_order, reductions, structural, threefry
 from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from .errors import SerializationError, TypecheckError
 from .primitive import PRIMITIVES
@@ -370,6 +370,7 @@ SIGNATURES: dict[str, Signature] = {
     "select": Signature(3),
     "convert_element_type": Signature(1, {"new_dtype": DTYPE}),
     "stop_gradient": Signature(1),
+    "threefry2x32": Signature(4, {"output": _one_of(*threefry.OUTPUTS)}),
     "broadcast_in_dim": Signature(1, {"shape": COUNTS, "broadcast_dimensions": COUNTS}),
     "reshape": Signature(1, {"new_sizes": COUNTS}),
     "transpose": Signature(1, {"permutation": COUNTS}),

@@ -6,9 +6,13 @@ ordinary array with no hidden state: pass it into jitted functions as an argumen
 ``vmap`` over a stack of keys (``split(key, n)`` has shape ``(n, 2)``), and never draw
 twice from one key: ``split`` it or ``fold_in`` a counter instead.
 
-**The generator** is written in numbax primitives (no opaque primitive), so it traces,
-fuses, batches and compiles like any other program. numbax has no uint32, so each
-32-bit word lives in an int64 and every sum and rotation is masked with ``0xFFFFFFFF``.
+**The generator** is one elementwise primitive, ``threefry2x32`` (``ir/threefry.py``,
+as JAX's ``threefry2x32_p``): it traces, fuses with what consumes it, batches and
+compiles like ``add``, and the backends call a helper compiled once per process
+instead of some 180 equations of rounds unrolled into every program that draws.
+numbax has no uint32, so each 32-bit word lives in an int64. The primitive's
+``output`` param picks what a draw needs of the two cipher words (one of them, their
+xor, or both as a 64-bit word), so every draw is one equation.
 Element ``i`` (row-major) of a draw is ``threefry2x32(key, (i >> 32, i & 0xFFFFFFFF))``:
 JAX's "partitionable" layout, its default since 0.5. ``bits``, ``split``, ``fold_in``,
 ``uniform`` (float32 and float64), ``bernoulli`` and ``randint`` give JAX's numbers bit
@@ -39,16 +43,16 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, ShapeError, at_line
+from ..ir.threefry import threefry2x32_p
 from . import lax
 from . import numpy_api as xnp
 from .control_flow import fori_loop
+from .core import bind
 from .promote import asarray, broadcast_shapes, normalize_axis
 from .source_info import user_frame_info
 from .special import erf, erfinv
 
 _MASK = np.int64(0xFFFFFFFF)
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-_PARITY = np.int64(0x1BD11BDA)
 
 
 def _error(cls, message: str):
@@ -62,24 +66,16 @@ def _word(x):
     return lax.bitwise_and(x, _MASK)
 
 
-def _rotate_left(x, r: int):
-    left = lax.shift_left(x, np.int64(r))
-    right = lax.shift_right_arithmetic(x, np.int64(32 - r))  # x >= 0: a logical shift
-    return _word(lax.bitwise_or(left, right))
+def _threefry(key0, key1, count0, count1, output: str):
+    """One ``output`` of the cipher (``ir/threefry.py``): "word0", "word1", "xor" or
+    "bits64"."""
+    return bind(threefry2x32_p, key0, key1, count0, count1, output=output)
 
 
 def threefry2x32(key0, key1, count0, count1):
     """The Threefry-2x32 block cipher (20 rounds) of the counter words under the key
-    words, elementwise: int64 arrays holding 32-bit words in, the same out."""
-    schedule = (key0, key1, _word(lax.bitwise_xor(lax.bitwise_xor(key0, key1), _PARITY)))
-    x0, x1 = _word(lax.add(count0, schedule[0])), _word(lax.add(count1, schedule[1]))
-    for group in range(5):
-        for r in _ROTATIONS[group % 2]:
-            x0 = _word(lax.add(x0, x1))
-            x1 = lax.bitwise_xor(x0, _rotate_left(x1, r))
-        x0 = _word(lax.add(x0, schedule[(group + 1) % 3]))
-        x1 = _word(lax.add(lax.add(x1, schedule[(group + 2) % 3]), np.int64(group + 1)))
-    return x0, x1
+    words, elementwise: int64 arrays holding 32-bit words in, the two cipher words out."""
+    return tuple(_threefry(key0, key1, count0, count1, w) for w in ("word0", "word1"))
 
 
 def _key_words(key, operation: str):
@@ -114,11 +110,11 @@ def _counters(shape):
     return lax.shift_right_arithmetic(index, np.int64(32)), _word(index)
 
 
-def _words(key, shape, operation: str):
-    """Two independent 32-bit words per element of ``shape``."""
+def _draw(key, shape, operation: str, output: str):
+    """The cipher's ``output`` of every element of ``shape``'s counter under ``key``."""
     key0, key1 = _key_words(key, operation)
     count0, count1 = _counters(shape)
-    return threefry2x32(key0, key1, count0, count1)
+    return _threefry(key0, key1, count0, count1, output)
 
 
 def _stack_words(word0, word1):
@@ -154,7 +150,7 @@ def split(key, num=2):
     """``num`` new keys (shape ``(num, 2)``; ``num`` may be a shape), independent of
     each other and of ``key``, which should not be used again."""
     shape = _shape(num, "split")
-    return _stack_words(*_words(key, shape, "split"))
+    return _stack_words(*(_draw(key, shape, "split", w) for w in ("word0", "word1")))
 
 
 def fold_in(key, data):
@@ -169,14 +165,12 @@ def fold_in(key, data):
 
 def bits(key, shape=()):
     """Uniform 32-bit words, as int64 in ``[0, 2**32)`` (JAX's uint32 ``bits``)."""
-    word0, word1 = _words(key, _shape(shape, "bits"), "bits")
-    return lax.bitwise_xor(word0, word1)
+    return _draw(key, _shape(shape, "bits"), "bits", "xor")
 
 
 def _bits64(key, shape, operation: str):
     """64 random bits per element, wrapped into int64 (the high word first)."""
-    word0, word1 = _words(key, shape, operation)
-    return lax.bitwise_or(lax.shift_left(word0, np.int64(32)), word1)
+    return _draw(key, shape, operation, "bits64")
 
 
 # --- Floats ------------------------------------------------------------------------
@@ -192,13 +186,11 @@ def _float_dtype(dtype, operation: str) -> np.dtype:
 def _unit(key, shape, dtype, operation: str):
     """Uniform on ``[0, 1)`` on the grid of ``2**-mantissa_bits``: the top bits of the
     random word as an integer, scaled exactly (what JAX's bitcast of ``1.m - 1`` is)."""
-    word0, word1 = _words(key, shape, operation)
-    if dtype == dtypes.float64:
-        top52 = lax.bitwise_or(
-            lax.shift_left(word0, np.int64(20)), lax.shift_right_arithmetic(word1, np.int64(12))
-        )
+    if dtype == dtypes.float64:  # the top 52 of the 64 bits: a logical shift right
+        top52 = lax.shift_right_arithmetic(_bits64(key, shape, operation), np.int64(12))
+        top52 = lax.bitwise_and(top52, np.int64(2**52 - 1))
         return lax.mul(lax.convert_element_type(top52, dtype), np.float64(2.0**-52))
-    top23 = lax.shift_right_arithmetic(lax.bitwise_xor(word0, word1), np.int64(9))
+    top23 = lax.shift_right_arithmetic(_draw(key, shape, operation, "xor"), np.int64(9))
     return lax.mul(lax.convert_element_type(top23, dtype), np.float32(2.0**-23))
 
 

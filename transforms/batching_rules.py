@@ -34,6 +34,7 @@ ELEMENTWISE = [
     "select",
     "convert_element_type",
     "stop_gradient",
+    "threefry2x32",
 ]
 
 

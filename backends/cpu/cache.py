@@ -4,8 +4,8 @@ A program's key is a hash of its generated source without comments (``program_te
 a comment's file:line moves with the user's code, the program does not) and of
 everything else that decides the machine code: the numbax, Numba and Python versions,
 and the source of the helper modules the generated code inlines or calls (``fastmath``,
-``intrinsics``, ``mathlib``, ``linalg``, ``lapack``, ``sorting``), which Numba's own cache
-does not track. On disk the source
+``intrinsics``, ``mathlib``, ``linalg``, ``lapack``, ``sorting``, ``threefry``), which
+Numba's own cache does not track. On disk the source
 is a ``.py`` module named after the key, written once and atomically (temporary file +
 ``os.replace``), so concurrent processes never read half a file. It is imported under
 that name and registered in ``sys.modules``, and its function is compiled for the
@@ -47,6 +47,8 @@ from ..compile_cache import KeyedLock, program_text, same_program
 _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
 # The program's machine code holds theirs (Numba links a callee into its caller's cache).
 _HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py", "linalg.py", "lapack.py", "sorting.py")
+# threefry2x32's helpers and the IR's algorithm they compile (``backends/threefry.py``).
+_HELPERS += ("threefry.py", "../threefry.py", "../../ir/threefry.py")
 MATHLIB_PREFIX = "numbax_cpu_mathlib_"  # see mathlib.py
 _ONE_THREAD = KeyedLock()  # per program key and per module name
 

@@ -29,6 +29,8 @@ and vectorise:
   inf and NaN parts), where Numba's raises ZeroDivisionError; ``complex_pow``: NumPy's
   complex power, where Numba's polar form gives NaN for infinite exponents. Both are
   ``backends/complex_functions.py``'s, which the cuda backend compiles too.
+- ``threefry2x32_word0``/``_word1``/``_xor``/``_bits64``: the ``threefry2x32``
+  primitive's outputs, ``backends/threefry.py``'s helpers (``cpu/threefry.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 
 from ..complex_functions import complex_functions
+from .threefry import (  # noqa: F401 - generated code calls them as intrinsics
+    threefry2x32_bits64,
+    threefry2x32_word0,
+    threefry2x32_word1,
+    threefry2x32_xor,
+)
 
 # The only fast-math flag numbax's generated code carries, anywhere (every other float
 # instruction, CPU and CUDA, is strict IEEE). ``reassoc`` alone is what the loop

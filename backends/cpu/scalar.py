@@ -287,6 +287,14 @@ def _complex(ctx, dtype, out_dtype, x, y, **_):
     return cast(out_dtype, f"complex({x}, {y})")
 
 
+@emitter("threefry2x32")
+def _threefry2x32(ctx, dtype, out_dtype, key0, key1, count0, count1, *, output, **_):
+    # One call of a helper compiled once per process (cpu/threefry.py), not the cipher
+    # written out in every kernel.
+    helper = ctx.function(INTRINSICS, f"threefry2x32_{output}")
+    return f"{helper}({key0}, {key1}, {count0}, {count1})"
+
+
 def emit(ctx: ScalarContext, prim: str, in_dtype, out_dtype, args, params) -> str:
     """The scalar expression of one elementwise primitive applied to ``args``."""
     fn = EMITTERS.get(prim)

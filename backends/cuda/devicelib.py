@@ -9,7 +9,9 @@ the argument's precision and returning inf/nan quietly as the GPU does.
 
 ``complex_power`` is ``backends/complex_functions.py``'s, the cpu backend's algorithm:
 on a GPU compiled into each kernel that calls it (``inlined``), under the simulator run
-as Python with NumPy's functions as its math library.
+as Python with NumPy's functions as its math library. ``threefry`` holds the
+``threefry2x32`` primitive's helpers (``backends/threefry.py``), compiled the same way;
+generated code calls ``threefry2x32_xor(key0, key1, count0, count1)``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import types
 import numpy as np
 
 from ..complex_functions import complex_functions
+from ..threefry import threefry_functions
 from .options import simulating
 
 # libdevice name (the float64 variant; the float32 one adds "f") -> NumPy equivalent.
@@ -112,12 +115,19 @@ def inlined(intrinsic):
 if simulating():
     libdevice = SimulatedLibdevice()
     complex_power = complex_functions(as_python, SIMULATED_MATH).power
+    threefry = threefry_functions(as_python)
 else:
     from numba.cuda import libdevice  # noqa: F401 - re-exported for generated code
 
     try:
         from numba.cuda.extending import intrinsic
     except ImportError:  # no numba-cuda: no kernel compiles, so nothing calls it
-        complex_power = None
+        complex_power = threefry = None
     else:
         complex_power = complex_functions(inlined(intrinsic), math).power
+        threefry = threefry_functions(inlined(intrinsic))
+
+# Generated code calls each by its name: Numba cannot type a tuple of functions as a global.
+threefry2x32_word0, threefry2x32_word1, threefry2x32_xor, threefry2x32_bits64 = (
+    threefry or (None,) * 4
+)

@@ -105,6 +105,8 @@ from numba import int8, int16, uint8, uint16, uint32, uint64
 from numba.types import float16
 
 from numbax.backends.cuda.devicelib import complex_power, libdevice
+from numbax.backends.cuda.devicelib import threefry2x32_bits64, threefry2x32_word0
+from numbax.backends.cuda.devicelib import threefry2x32_word1, threefry2x32_xor
 from numbax.backends.cuda.narrow_floats import bfloat16_from_float, bfloat16_to_float32
 '''
 

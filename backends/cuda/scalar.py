@@ -273,4 +273,10 @@ def _integer_pow(args, eqn):
     return power if y > 0 else f"({one} / {power})"
 
 
+@_rule("threefry2x32")
+def _threefry2x32(args, eqn):
+    # The helper compiled into the kernel (devicelib.threefry), not the cipher written out.
+    return f"threefry2x32_{eqn.params['output']}({', '.join(args)})"
+
+
 from . import complex as _complex  # noqa: E402, F401 - adds the complex rules to the table

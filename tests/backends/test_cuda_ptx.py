@@ -207,6 +207,11 @@ VARIANTS = {
         (np.ones((9, 4), F32), np.array([1, 1]), np.ones((2, 4), F32)),
         [],
     ),  # fmt: skip
+    "threefry2x32": (  # the cipher's helper compiled into the kernel of the uniforms
+        lambda key: (numbax.random.uniform(key, (64,), F32), numbax.random.bits(key, (64,))),
+        (np.array([0, 3]),),
+        ["xor.b"],
+    ),
 }
 
 

@@ -53,6 +53,8 @@ SAMPLES = {
     "select": _sample(B, F, np.zeros((3, 4))),
     "convert_element_type": _sample(F, new_dtype=np.dtype("int32")),
     "stop_gradient": _sample(F),
+    "threefry2x32": _sample(np.int64(7), INT.astype(np.int64), np.int64(-1), INT.astype(np.int64),
+                            output="bits64"),
     "broadcast_in_dim": _sample(F[0], shape=(2, 3, 4), broadcast_dimensions=(2,)),
     "reshape": _sample(F, new_sizes=(2, 6)),
     "transpose": _sample(F, permutation=(1, 0)),

@@ -74,6 +74,8 @@ def _structural_examples():
     yield _single("select", _aval((3,), BOOL), x3, Literal(-1.0, F32))
     yield _single("convert_element_type", x3, new_dtype=I32)
     yield _single("stop_gradient", x3)
+    counts = _aval((3,), dtypes.int64)
+    yield _single("threefry2x32", Literal(5, dtypes.int64), counts, counts, counts, output="xor")
     yield _single("broadcast_in_dim", x3, shape=(2, 3), broadcast_dimensions=(1,))
     yield _single("reshape", x23, new_sizes=(3, 2))
     yield _single("transpose", x23, permutation=(1, 0))

@@ -7,12 +7,16 @@ dtypes, vmap over keys; and ``np.random`` inside a traced function is an error n
 from __future__ import annotations
 
 import threading
+from collections import Counter
 
 import numpy as np
 import pytest
 
 import numbax
 from numbax import random
+from numbax.ir.threefry import OUTPUTS, threefry2x32_p
+from numbax.passes import optimize
+from numbax.tracer.core import bind
 from numbax.tracer.random import _next_below
 
 N = 100_000  # samples for the moment and KS tests: seeded, so deterministic
@@ -23,8 +27,9 @@ LOGITS = np.log(np.array([0.1, 0.2, 0.3, 0.4]))
 
 # Every kind of draw, as a function of its key and of a length. Each is compiled as a
 # program of its own: compile time grows faster than the program, and all of them in one
-# program (8014 traced eqns, a Threefry hash unrolled in each) compiled ~15% slower on the
-# cpu, and ~2x slower under the CUDA simulator, than one by one.
+# program compiled ~15% slower on the cpu, and ~2x slower under the CUDA simulator, than
+# one by one (measured when the Threefry rounds were unrolled into each draw: 8014 traced
+# eqns, where the threefry2x32 primitive now makes each draw one equation).
 DRAWS = {
     "key": lambda key, n: random.key(7),
     "bits": lambda key, n: random.bits(key, (n,)),
@@ -92,6 +97,101 @@ def test_matches_jax_bit_for_bit():
             same(wide, random.randint(key, (300,), -(2**62), 2**62), "randint wide")
             theirs = jax.random.bernoulli(jkey, 0.3, (500,))
             same(theirs, random.bernoulli(key, 0.3, (500,)), "bernoulli")
+
+
+# --- the threefry2x32 primitive ---------------------------------------------------------
+
+# Known answers of Threefry-2x32 (20 rounds): key words, counter words -> cipher words, from
+# the Random123 known-answer tests (as JAX's threefry tests use them).
+KNOWN_ANSWERS = [
+    ((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
+    ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+    ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+]
+
+
+def threefry_reference(key, count):
+    """Threefry-2x32 in NumPy uint32 arithmetic, written from the paper's description
+    (Salmon et al. 2011): the key schedule's third word is ``k0 ^ k1 ^ 0x1BD11BDA``, and
+    twenty rounds of ``x0 += x1; x1 = rotl(x1, R) ^ x0``, a key injection after every fourth
+    (the subkey ``s``: ks[s % 3], ks[(s + 1) % 3] + s)."""
+    u32 = np.uint32
+    ks = [u32(k) for k in key] + [u32(key[0]) ^ u32(key[1]) ^ u32(0x1BD11BDA)]
+    x = [np.asarray(count[0], u32) + ks[0], np.asarray(count[1], u32) + ks[1]]
+    rotations = [13, 15, 26, 6, 17, 29, 16, 24]
+    for n in range(20):
+        r = rotations[n % 8]
+        x[0] = x[0] + x[1]
+        x[1] = ((x[1] << u32(r)) | (x[1] >> u32(32 - r))) ^ x[0]
+        if n % 4 == 3:
+            s = n // 4 + 1
+            x = [x[0] + ks[s % 3], x[1] + ks[(s + 1) % 3] + u32(s)]
+    return x
+
+
+def _threefry_program(keys, counts):
+    """Every output of the primitive for one key and a vector of counters, the float
+    uniforms ``numbax.random`` makes of them (fused with the primitive), and the same
+    under vmap over a stack of keys."""
+
+    def outputs(key, counts):
+        words = [
+            bind(threefry2x32_p, key[0], key[1], counts[0], counts[1], output=output)
+            for output in OUTPUTS
+        ]
+        bits64, xor = words[OUTPUTS.index("bits64")], words[OUTPUTS.index("xor")]
+        unit64 = ((bits64 >> 12) & (2**52 - 1)).astype(np.float64) * 2.0**-52
+        unit32 = (xor >> 9).astype(np.float32) * np.float32(2.0**-23)
+        return (*words, unit64, unit32)
+
+    return outputs(keys[0], counts), numbax.vmap(outputs, in_axes=(0, None))(keys, counts)
+
+
+def test_threefry2x32_primitive(backend):
+    """The primitive's every output, against the NumPy reference and the known answers,
+    on every backend: operands of one shape or rank 0, words beyond 32 bits taken modulo
+    2**32, under vmap, and fused with the float arithmetic that consumes it."""
+    n = backend.size(64, simulated=5)
+    rng = np.random.default_rng(5)
+    keys = np.array([k for k, _, _ in KNOWN_ANSWERS] + [[7, 2**32 - 3]], np.int64)
+    counts = rng.integers(0, 2**32, (2, n), dtype=np.int64)
+    counts[:, :3] = np.array([c for _, c, _ in KNOWN_ANSWERS], np.int64).T
+    counts[0, -1] -= 2**32  # beyond 32 bits: only the low 32 bits count (the reference's too)
+    single, batched = backend.to_host(numbax.jit(_threefry_program, backend=backend)(keys, counts))
+    for key, words in [
+        (keys[0], single),
+        *((k, [w[i] for w in batched]) for i, k in enumerate(keys)),
+    ]:
+        x0, x1 = (x.astype(np.int64) for x in threefry_reference(key, counts))
+        want = {"word0": x0, "word1": x1, "xor": x0 ^ x1, "bits64": (x0 << 32) | x1}
+        for output, got in zip(OUTPUTS, words, strict=False):
+            np.testing.assert_array_equal(got, want[output], err_msg=f"{backend} {output}")
+        unit64, unit32 = words[len(OUTPUTS) :]
+        np.testing.assert_array_equal(unit64, ((x0 << 20) | (x1 >> 12)) * 2.0**-52)
+        np.testing.assert_array_equal(unit32, ((x0 ^ x1) >> 9).astype(np.float32) / 2**23)
+    for i, (_, _, answer) in enumerate(KNOWN_ANSWERS):  # key i, counter i
+        assert (batched[0][i][i], batched[1][i][i]) == answer, (backend, i)
+
+
+def test_threefry2x32_fuses_with_its_float_consumers():
+    """One kernel computes the cipher and the uniforms made of it: the primitive is
+    elementwise for fusion."""
+    keys, counts = np.zeros((2, 2), np.int64), np.zeros((2, 8), np.int64)
+    fused, _ = optimize(numbax.make_jaxpr(_threefry_program)(keys, counts))
+    bodies = [e.params["jaxpr"] for e in fused.jaxpr.eqns if e.prim.name == "kernel"]
+    names = [{e.prim.name for e in body.eqns} for body in bodies]
+    assert any({"threefry2x32", "convert_element_type", "mul"} <= kernel for kernel in names)
+
+
+def test_a_draw_binds_the_cipher_not_its_rounds():
+    """A draw is a threefry2x32 equation per cipher output it needs (split: two, and two
+    keys' draws after it), never the rounds' xors, adds and rotations."""
+    for name, draw in DRAWS.items():
+        jaxpr = numbax.make_jaxpr(draw, static_argnums=1)(KEY, 4).jaxpr
+        counted = Counter(e.prim.name for e in jaxpr.eqns)
+        assert counted["threefry2x32"] <= 4 and counted["xor"] == 0, (name, counted)
+        assert (counted["threefry2x32"] == 0) == (name == "key"), name
+    assert len(numbax.make_jaxpr(lambda key: random.bits(key, (5,)))(KEY).eqns) < 10
 
 
 def test_key_of_a_traced_seed_and_of_negative_seeds():

@@ -136,6 +136,17 @@ def _integer_pow(x):
 
 
 @rule(
+    "threefry2x32",
+    [Arg((4,), np.int64, -5, 5), Arg((), np.int64, 0, 9)],
+    (0, None), (None, 0), (0, 0), (-1, 0),
+)  # fmt: skip
+def _threefry2x32(counts, key):  # four operands, two of them rank 0 per example
+    threefry = PRIMITIVES["threefry2x32"]
+    mixed = bind(threefry, key, np.int64(3), np.int64(0), counts, output="bits64")
+    return mixed, bind(threefry, counts, key, counts, key, output="xor")
+
+
+@rule(
     "select", [Arg((4,), np.bool_), Arg((4,)), Arg(())], (0, None, None), (None, 0, 0), (1, 0, None)
 )
 def _select(p, x, s):
