@@ -26,6 +26,18 @@ def _shifted(a):
     return a + 3.0 * n * np.eye(n, dtype=a.dtype)
 
 
+def sign_fixed(vectors, rows=None):
+    """``vectors``' columns (and ``rows``' matching rows) each flipped so that the sum of
+    the column's cubes is positive. Eigen- and singular vectors are unique only up to such
+    a sign, and two LAPACK builds (NumPy's, SciPy's under Numba) may choose differently;
+    the factors compared with this fixed are unique."""
+    cubes = np.sum(vectors * vectors * vectors, axis=-2, keepdims=True)
+    flip = np.where(cubes < 0, -1.0, 1.0).astype(vectors.dtype)
+    if rows is None:
+        return vectors * flip
+    return vectors * flip, rows * np.swapaxes(flip, -1, -2)
+
+
 def _positive_definite(a):
     n = a.shape[-2]
     return a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=a.dtype)
@@ -102,6 +114,7 @@ def linalg_qr_complete(a):
 )
 def linalg_eigh(a):
     w, v = np.linalg.eigh(a)  # the lower triangle's symmetric matrix
+    v = sign_fixed(v)
     # UPLO='U' factorizes the transpose: sign-free quantities only.
     upper = np.linalg.eigh(a, UPLO="U")
     vectors = upper.eigenvectors
@@ -117,6 +130,7 @@ def linalg_eigh(a):
 )
 def linalg_svd(a):
     u, s, vh = np.linalg.svd(a, full_matrices=False)
+    u, vh = sign_fixed(u, vh)
     return u, s, vh, np.linalg.svd(a, compute_uv=False), np.linalg.svdvals(a)
 
 
