@@ -17,6 +17,10 @@ is the same without the interpreter.
 
 Every test runs with ``config.debug_checks`` on (``--no-debug-checks`` turns it off)
 and with a private, empty on-disk compile cache.
+
+Tests marked ``slow`` (scale tests: programs of a hundred thousand equations, loops
+unrolled a thousand times) run only with ``NUMBAX_TEST_SLOW=1``; otherwise they skip and
+say so. CI runs them beside the suite (``.ci/run``), so no change lands without them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from numbax import tree_map  # noqa: E402
 from numbax.config import config as numbax_config  # noqa: E402
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+RUN_SLOW = os.environ.get("NUMBAX_TEST_SLOW") == "1"
 
 
 class Backend(str):
@@ -132,6 +137,17 @@ def pytest_configure(config: pytest.Config) -> None:
     # here and in the processes tests start (tests/backends/test_tiered.py tests tiering).
     os.environ["NUMBAX_TIERED"] = "0"
     numbax_config.tiered = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if RUN_SLOW:
+        return
+    skip = pytest.mark.skip(
+        reason="slow (a scale test): NUMBAX_TEST_SLOW=1 runs it; CI runs it beside the suite"
+    )
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -5,8 +5,11 @@ statement per equation, and the generators walk a fused chain of a thousand oper
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import numbax
+
+pytestmark = pytest.mark.slow  # a scale test: NUMBAX_TEST_SLOW=1 runs it (see conftest.py)
 
 ITERATIONS = 1000
 

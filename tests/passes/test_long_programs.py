@@ -19,6 +19,8 @@ from numbax.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from numbax.ir.primitive import PRIMITIVES
 from numbax.passes.verify import check_fused
 
+pytestmark = pytest.mark.slow  # a scale test: NUMBAX_TEST_SLOW=1 runs it (see conftest.py)
+
 EQNS = 100_000
 X = np.linspace(0.0, 1.0, 4)
 
