@@ -129,6 +129,9 @@ class _ProgramWriter:
         self.functions: list[list[str]] = []  # module-level helpers, before the program
         self.buffer_of = _safe_buffers(jaxpr, plan)
         self.buffers: dict[int, str] = {}  # buffer index -> its flat array, once allocated
+        # The name of a value held in a view of a buffer -> the buffer's flat array: a
+        # kernel's flat view of the value is the buffer itself, with no view to compile.
+        self.flat_buffer: dict[str, str] = {}
         # The eqn being written, as (its jaxpr's liveness, its index): what the proof
         # that a kernel may write an output over a value of its own is asked about.
         self.place: tuple[Liveness, int] | None = None
@@ -258,6 +261,7 @@ class _ProgramWriter:
             self.emit(f"{name} = {self.buffers[buffer]}")
         else:
             self.emit(f"{name} = {self.view(self.buffers[buffer], aval.shape)}")
+            self.flat_buffer[name] = self.buffers[buffer]
         return name
 
     def view(self, array: str, shape) -> str:
@@ -265,6 +269,9 @@ class _ProgramWriter:
         LLVM sees through (``intrinsics.shaped_view``), so the loops over it vectorise."""
         if not shape:  # Numba cannot reshape to rank 0
             return f"{array}.reshape(())"
+        if len(shape) == 1 and array in self.flat_buffer:
+            self.mentioned.add(self.flat_buffer[array])
+            return self.flat_buffer[array]
         return f"{self.function(scalar.INTRINSICS, 'shaped_view')}({array}, {tuple_source(shape)})"
 
     def module_function(self, lines: list[str]) -> None:

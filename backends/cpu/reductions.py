@@ -54,6 +54,10 @@ class ReductionWriter(KernelWriter):
         # Expensive values a pass computes anyway, kept in an output for the epilogue.
         self.spills: dict[Var, Use] = {}
         self.spilled: set[Var] = set()
+        # Conversions of accumulator arrays to their results' dtype (``_narrowed``), not
+        # yet written: they go into the next loops over the kept dims, not loops of
+        # their own (each loop nest costs Numba and LLVM compile time).
+        self.pending: list = []
 
     def write(self, r_outputs, s_outputs, large: bool) -> bool:
         """The reduction kernel of the module doc; returns whether it used prange.
@@ -78,11 +82,13 @@ class ReductionWriter(KernelWriter):
                 self._chunked_pass(stage, inner)
             else:
                 self._scalar_pass(stage, inner)
-        self._loops(
-            inner_kept,
-            lambda: [self.store(use, var) for var, use in r_outputs],
-            skip=not r_outputs,
-        )
+
+        def reduced_outputs():
+            self._flush()
+            for var, use in r_outputs:
+                self.store(use, var)
+
+        self._loops(inner_kept, reduced_outputs, skip=not r_outputs and not self.pending)
         parallel_epilogue = outer == 0 and large and bool(inner) and bool(s_outputs)
         self.stored.update(self.spills)
         self._loops(
@@ -235,6 +241,7 @@ class ReductionWriter(KernelWriter):
             ]
 
         def init():
+            self._flush()
             for eqn, uses in arrays.items():
                 for use, value in zip(uses, _identities(eqn, self.program), strict=True):
                     builder.write(f"{builder.element(use)[0]} = {value}")
@@ -250,9 +257,9 @@ class ReductionWriter(KernelWriter):
 
         self._loops(inner, accumulate)
         for eqn, uses in arrays.items():
-            self.results[eqn.outputs[0]] = self._narrowed(eqn, uses[-1], inner_kept)
+            self.results[eqn.outputs[0]] = self._narrowed(eqn, uses[-1])
 
-    def _narrowed(self, eqn: Eqn, accumulator: Use, inner_kept: list[int]) -> Use:
+    def _narrowed(self, eqn: Eqn, accumulator: Use) -> Use:
         """The accumulator array, or a copy in the output's dtype when it is wider: what
         reads the result must see the reduction's dtype."""
         out = eqn.outputs[0].aval
@@ -265,8 +272,14 @@ class ReductionWriter(KernelWriter):
             wide = element(accumulator)[0]
             self.builder.write(f"{element(narrow)[0]} = {scalar.cast(out.dtype, wide)}")
 
-        self._loops(inner_kept, convert)
+        self.pending.append(convert)
         return narrow
+
+    def _flush(self) -> None:
+        """Write the pending conversions into the loops being written."""
+        for convert in self.pending:
+            convert()
+        self.pending.clear()
 
     def _init(self, eqn: Eqn) -> list[str]:
         names = []
@@ -297,14 +310,18 @@ class ReductionWriter(KernelWriter):
             builder.write(f"{compensations[eqn]} = {_identities(eqn, self.program)[0]}")
         for n, k in enumerate(outer):
             builder.open_loop(k, bounds=None if n or not bounds else ", ".join(bounds))
-        block = self.program.fresh("block")
-        builder.open(f"for {block} in range({start}, {stop}, {SUM_BLOCK}):")
+        # A run that fits in one block needs no loop over blocks.
+        one_block = not bounds and builder.groups[innermost].extent <= SUM_BLOCK
+        if not one_block:
+            block = self.program.fresh("block")
+            builder.open(f"for {block} in range({start}, {stop}, {SUM_BLOCK}):")
         block_sums = {}
         for eqn in blocked:
             block_sums[eqn] = self.program.fresh("block_sum")
             zero = self.program.constant(0, eqn.inputs[0].aval.dtype)
             builder.write(f"{block_sums[eqn]} = {zero}")
-        builder.open_loop(innermost, bounds=f"{block}, min({block} + {SUM_BLOCK}, {stop})")
+        block_bounds = None if one_block else f"{block}, min({block} + {SUM_BLOCK}, {stop})"
+        builder.open_loop(innermost, bounds=block_bounds)
         self._accumulate({eqn: accumulators[eqn] for eqn in accumulators if eqn not in blocked})
         for eqn in blocked:  # in the operand's dtype: full SIMD width
             dtype, operand = eqn.inputs[0].aval.dtype, self._operand(eqn).name
@@ -316,7 +333,8 @@ class ReductionWriter(KernelWriter):
             total, compensation = accumulators[eqn][0], compensations[eqn]
             block_sum = scalar.cast(dtypes.float64, block_sums[eqn])
             builder.write(f"{total}, {compensation} = {add}({total}, {compensation}, {block_sum})")
-        builder.close()
+        if not one_block:
+            builder.close()
         for _ in outer:
             builder.close()
         finish = self.program.function(scalar.INTRINSICS, "compensated_total")

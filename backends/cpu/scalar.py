@@ -262,8 +262,11 @@ def _convert(ctx, dtype, out_dtype, x, **_):
         return f"({x} != {ctx.constant(0, dtype)})"
     if _is_float(dtype) and out_dtype.kind in "iu":
         low, high, invalid = dtypes.float_to_integer_bounds(out_dtype)
-        in_range = f"{x} >= {ctx.constant(low, dtype)} and {x} < {ctx.constant(high, dtype)}"
-        return f"({cast(out_dtype, x)} if {in_range} else {ctx.constant(invalid, out_dtype)})"
+        # ``&`` and a select, not ``and`` and ``if``: no branches for Numba to type and
+        # lower (the conversion of an out-of-range value is discarded by the select).
+        in_range = f"({x} >= {ctx.constant(low, dtype)}) & ({x} < {ctx.constant(high, dtype)})"
+        select = ctx.function(INTRINSICS, "select")
+        return f"{select}({in_range}, {cast(out_dtype, x)}, {ctx.constant(invalid, out_dtype)})"
     return cast(out_dtype, x)
 
 
