@@ -19,8 +19,9 @@ Every test runs with ``config.debug_checks`` on (``--no-debug-checks`` turns it 
 and with a private, empty on-disk compile cache.
 
 Tests marked ``slow`` (scale tests: programs of a hundred thousand equations, loops
-unrolled a thousand times) run only with ``NUMBAX_TEST_SLOW=1``; otherwise they skip and
-say so. CI runs them beside the suite (``.ci/run``), so no change lands without them.
+unrolled a thousand times; and sweeps: the whole corpus compiled in every narrow dtype)
+run only with ``NUMBAX_TEST_SLOW=1``; otherwise they skip and say so. CI runs them beside
+the suite (``.ci/run``), so no change lands without them.
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if RUN_SLOW:
         return
     skip = pytest.mark.skip(
-        reason="slow (a scale test): NUMBAX_TEST_SLOW=1 runs it; CI runs it beside the suite"
+        reason="slow (a scale test or a sweep): NUMBAX_TEST_SLOW=1 runs it; "
+        "CI runs it beside the suite"
     )
     for item in items:
         if "slow" in item.keywords:

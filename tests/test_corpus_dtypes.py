@@ -225,6 +225,7 @@ def _cpu_bundles() -> dict[str, list]:
 CPU_BUNDLES = _cpu_bundles()
 
 
+@pytest.mark.slow  # a sweep (~90 s): NUMBAX_TEST_SLOW=1 runs it (see conftest.py)
 @pytest.mark.parametrize("key", sorted(CPU_BUNDLES))
 def test_cpu_runs_the_corpus_in_a_narrow_dtype(key, rng):
     dtype = key.split(":")[0]
