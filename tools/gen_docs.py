@@ -414,6 +414,14 @@ DTYPE_NOTES = (
     "(JAX keeps `jnp.sin(s)` weak and gives float32; numbax's oracle is NumPy). A nested "
     "`jit`'s results are strongly typed, and so is a typed NumPy scalar (`np.float64(2)`).",
     "",
+    "## Factorizations",
+    "",
+    "- **Eigen- and singular vectors** (`eigh`, `svd`) are LAPACK's, as NumPy's are, but the "
+    "cpu backend calls SciPy's LAPACK build (through Numba) where NumPy calls its own, and "
+    "the two may choose a different sign for a vector (seen for some float32 matrices). "
+    "Each vector is unique only up to that sign (as in JAX): the values, the singular "
+    "values and every product of the factors are NumPy's.",
+    "",
 )
 
 
