@@ -419,7 +419,7 @@ DTYPE_NOTES = (
     "- **Eigen- and singular vectors** (`eigh`, `svd`) are LAPACK's, as NumPy's are, but the "
     "cpu backend calls SciPy's LAPACK build (through Numba) where NumPy calls its own, and "
     "the two may choose a different sign for a vector (seen for some float32 matrices). "
-    "Each vector is unique only up to that sign (as in JAX): the values, the singular "
+    "Each vector is unique only up to that sign (as in JAX): the eigenvalues, the singular "
     "values and every product of the factors are NumPy's.",
     "",
 )
