@@ -120,7 +120,7 @@ def _concatenate(program, eqn, inputs, out) -> list[str]:
     aval, axis = eqn.outputs[0].aval, eqn.params["dimension"]
     nest, at = _Nest(program), 0
     for x, atom in zip(inputs, eqn.inputs, strict=True):
-        nest.depth = 0
+        nest.close_all()
         indices = nest.loops(atom.aval.shape, "c")
         target = [_offset(index, at if k == axis else 0, 1) for k, index in enumerate(indices)]
         nest.line(f"{out}[{', '.join(target)}] = {x}[{', '.join(indices)}]")
@@ -137,7 +137,7 @@ def _pad(program, eqn, inputs, out) -> list[str]:
     fill = program.scalar_of(eqn.inputs[1])
     nest = _Nest(program)
     nest.line(f"{out}[{', '.join(nest.loops(aval.shape, 'p'))}] = {fill}")
-    nest.depth = 0
+    nest.close_all()
     indices = nest.loops(x_aval.shape, "p")
     lows = [lo for lo, _ in eqn.params["padding_config"]]
     target = ", ".join(map(_offset, indices, lows, [1] * len(indices)))
@@ -218,6 +218,10 @@ class _Nest:
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
+
+    def close_all(self) -> None:
+        """Close every open loop: the next ``loops`` start a new nest after this one."""
+        self.depth = 0
 
 
 def _indexing_nest(program, x_aval, indices_name, indices_shape, axis, *, drop: bool):
