@@ -7,6 +7,8 @@
       constant_fold   equations over constants evaluated now
       control_flow    control flow decided by constants: a cond's branch inlined, a
                       loop that never runs removed, literal operands written into bodies
+      ranges          comparisons decided by the ranges of integer scalars (loop
+                      counters, literals) folded to literals
       simplify        exact algebraic identities (x * 1, neg(neg x), reshape chains, ...)
       loop_invariants loop-invariant equations moved in front of their loop
       cse             repeated computations computed once
@@ -39,6 +41,7 @@ from . import (
     loop_dce,
     loop_invariants,
     narrow_floats,
+    ranges,
     simplify,
 )
 from .manager import Analysis, FixedPoint, Pass, PassLog, run_pipeline
@@ -55,6 +58,7 @@ PIPELINE = (
         (
             Pass("constant_fold", constant_fold.run),
             Pass("control_flow", control_flow.run),
+            Pass("ranges", ranges.run),
             Pass("simplify", simplify.run),
             Pass("loop_invariants", loop_invariants.run),
             Pass("cse", cse.run),

@@ -38,6 +38,7 @@ def test_pipeline_reads_like_the_table_of_contents():
     assert [p.name for p in cleanup.passes] == [
         "constant_fold",
         "control_flow",
+        "ranges",
         "simplify",
         "loop_invariants",
         "cse",
@@ -112,7 +113,7 @@ def test_numbax_dump_writes_a_folder_per_program(tmp_path, monkeypatch):
     passes.optimize(trace(program, x3), name="second")
     folders = sorted(os.listdir(tmp_path))
     assert [f.split("_", 1)[1] for f in folders] == ["first", "second"]
-    assert "05_simplify.txt" in os.listdir(tmp_path / folders[0])
+    assert "06_simplify.txt" in os.listdir(tmp_path / folders[0])
 
 
 def test_lowered_prints_the_fused_program():
