@@ -3,7 +3,9 @@
 
 Each emitter returns the lines that bind the output name. A reshape and a slice of whole
 rows (``x[s:s + k]``, a C-contiguous view: ``passes.memory.is_row_window``, which the
-memory plan counts as sharing ``x``'s memory) are Numba's views; every other result is a
+memory plan counts as sharing ``x``'s memory) are Numba's views (a single row ``x[s][None]``
+and a reshape that only drops or adds leading axes of one an index: Numba compiles an
+index in a fraction of a slice's or a reshape's time); every other result is a
 new array (never ``ascontiguousarray``, which returns a contiguous slice itself and would
 let the memory plan reuse a buffer that is still read). ``transpose``, ``slice``,
 ``dynamic_slice``, ``concatenate`` and ``pad`` fill it with loop nests rather than
@@ -67,8 +69,16 @@ def _reshape(program, eqn: Eqn, inputs, out) -> list[str]:
         ]
     # A literal's array is a constant of the module, read-only: a view of it is copied,
     # since an update may write into the view in place.
-    copy = ".copy()" if isinstance(eqn.inputs[0], Literal) else ""
-    return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)}){copy}"]
+    if isinstance(eqn.inputs[0], Literal):
+        return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)}).copy()"]
+    # Leading axes of length one dropped or added (``x[i]`` of a traced index, a row
+    # broadcast): an index, which Numba compiles in a fraction of a reshape's time.
+    old = eqn.inputs[0].aval.shape
+    if len(old) > len(shape) and old == (1,) * (len(old) - len(shape)) + shape:
+        return [f"{out} = {inputs[0]}[{', '.join(['0'] * (len(old) - len(shape)))}]"]
+    if len(shape) > len(old) and shape == (1,) * (len(shape) - len(old)) + old:
+        return [f"{out} = {inputs[0]}[{', '.join(['None'] * (len(shape) - len(old)))}]"]
+    return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)})"]
 
 
 @emitter("transpose")
@@ -96,8 +106,16 @@ def _slice(program, eqn, inputs, out) -> list[str]:
     if not bounds:
         return [f"{out} = {inputs[0]}.copy()"]
     if is_row_window(eqn):
-        return [f"{out} = {inputs[0]}{_slices(bounds[:1])}  # a view: whole rows"]
+        return [_row_view(eqn, inputs[0], out, bounds[0][0])]
     return _window_copy(program, eqn, inputs[0], out, params["start_indices"], params["strides"])
+
+
+def _row_view(eqn, x: str, out: str, start) -> str:
+    """``out = x[start:start + k]``, a view of whole rows (``is_row_window``); a single
+    row as ``x[start][None]``, which Numba compiles in a fraction of a slice's time."""
+    rows = eqn.outputs[0].aval.shape[0]
+    window = f"[{start}][None]" if rows == 1 else _slices([(start, f"{start} + {rows}")])
+    return f"{out} = {x}{window}  # a view: whole rows"
 
 
 def _window_copy(program, eqn, x: str, out: str, starts, steps) -> list[str]:
@@ -151,11 +169,15 @@ def _offset(index: str, start: int | str, step: int) -> str:
     return scaled if start == 0 else f"{start} + {scaled}"
 
 
-def _clamped_starts(program, eqn, starts, window) -> tuple[list[str], list[str]]:
-    """Lines computing each start clamped so the window fits (as XLA), and their names."""
+def _clamped_starts(program, eqn, starts, window) -> tuple[list[str], list[int | str]]:
+    """Lines computing each start clamped so the window fits (as XLA), and their names
+    (or values, where they are known now)."""
     shape = eqn.inputs[0].aval.shape
     names, lines = [], []
     for atom, size, n in zip(starts, shape, window, strict=True):
+        if size == n or isinstance(atom, Literal):  # known now: no line to compile
+            names.append(0 if size == n else min(max(int(atom.val), 0), size - n))
+            continue
         name = program.fresh("start")
         lines.append(f"{name} = min(max({program.scalar_of(atom)}, 0), {size - n})")
         names.append(name)
@@ -168,9 +190,8 @@ def _dynamic_slice(program, eqn, inputs, out) -> list[str]:
     lines, starts = _clamped_starts(program, eqn, eqn.inputs[1:], window)
     if not window:
         return [f"{out} = {inputs[0]}.copy()"]
-    bounds = [(s, f"{s} + {n}") for s, n in zip(starts, window, strict=True)]
     if is_row_window(eqn):
-        return lines + [f"{out} = {inputs[0]}{_slices(bounds[:1])}  # a view: whole rows"]
+        return lines + [_row_view(eqn, inputs[0], out, starts[0])]
     return lines + _window_copy(program, eqn, inputs[0], out, starts, [1] * len(starts))
 
 

@@ -52,3 +52,48 @@ def test_data_movement_kernels_match_numpy(rng, rows, columns):
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
     body = program.lower(x, y, 0).source().split("@njit(")[-1]  # the program function
     assert ".copy()" not in body and "np.full" not in body and "np.concatenate" not in body
+
+
+def _rows(x, i):
+    """Single rows by a traced index (a row view, then its leading axis dropped by an
+    index), rows given leading axes of one (``x[None]``-style reshapes) and windows with
+    literal starts, in range and clamped."""
+
+    def body(k, acc):
+        return acc.at[k].set(acc[k - 1] * 0.5 + x[k])  # row k - 1 read, row k written
+
+    swept = numbax.fori_loop(1, x.shape[0], body, x * 1.0)
+    row = x[i]  # a row view read at three offsets: its leading axis dropped by an index
+    return (
+        row[:-2] + row[1:-1] + row[2:],
+        x[i] * 2.0,
+        xnp.reshape(x[i], (1, 1, x.shape[1])) + 1.0,
+        lax.dynamic_slice(x, (1, 0), (1, x.shape[1])),
+        lax.dynamic_slice(x, (x.shape[0] + 3, 0), (2, x.shape[1])),
+        swept,
+    )
+
+
+def _rows_expected(x, i):
+    swept = x.copy()
+    for k in range(1, x.shape[0]):
+        swept[k] = swept[k - 1] * 0.5 + x[k]
+    row = x[i]
+    return (
+        row[:-2] + row[1:-1] + row[2:],
+        x[i] * 2.0,
+        x[i].reshape(1, 1, -1) + 1.0,
+        x[1:2],
+        x[-2:],
+        swept,
+    )
+
+
+def test_row_windows_match_numpy(rng):
+    x = rng.standard_normal((5, 4))
+    program = numbax.jit(_rows)
+    for i in (0, 3, -1):
+        for got, want in zip(program(x, i), _rows_expected(x, i), strict=True):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=0)
+    body = program.lower(x, 0).source().split("@njit(")[-1]
+    assert ".reshape(" not in body and "[0]" in body  # rows are indexed, not reshaped

@@ -550,7 +550,7 @@ STORED = "in place: the update's kernel stored the window"
 
 def window_copies(source: str) -> int:
     """How many updates copy a value of their own into the operand's window."""
-    copy = r"^\s*\w+\[start_\d+ \+ w_\d+[^\]]*\] = \w+\[w_\d+"
+    copy = r"^\s*\w+\[(start_\d+|\d+) \+ w_\d+[^\]]*\] = \w+\[w_\d+"
     return len(re.findall(copy, source, flags=re.M))
 
 
