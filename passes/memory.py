@@ -142,7 +142,11 @@ class Liveness:
                 self.written |= memory
                 self._store(eqn.outputs[0], memory)
                 continue
-            for var, memory in zip(eqn.outputs, _output_storage(eqn, self.storage), strict=True):
+            if index in self.loops:
+                memories = self._loop_output_storage(index)
+            else:
+                memories = _output_storage(eqn, self.storage)
+            for var, memory in zip(eqn.outputs, memories, strict=True):
                 self._store(var, memory)
         self._memory_end: dict[Var, float] = defaultdict(lambda: -1)
         for var, memory in self.storage.items():
@@ -166,6 +170,45 @@ class Liveness:
             operand = self.eqns[index].inputs[first + k]
             if isinstance(operand, Var):
                 self.written |= self.storage[operand]
+
+    def _loop_output_storage(self, index: int) -> list[frozenset[Var]]:
+        """The memories each output of loop eqn ``index`` may be in. A final carry is in
+        new memory of the body, or in the memory of a body input its next value may be
+        in (a const, a row of ``xs``), or in another carry's, whose value it may have
+        been at the last step (followed to a fixed point), or its own initial value's
+        (a loop that does not run). A carry's initial value that the loop copies
+        (``LoopOwnership.copied``) is new memory: it shares the operand's no more. A
+        scan's ``ys`` are new arrays."""
+        eqn, ownership = self.eqns[index], self.loops[index]
+        layout = LoopLayout.of(eqn)
+        body, first = layout.body, layout.body_first_carry
+        operand_of = dict(zip(body.invars, eqn.inputs[layout.first_carry - first :], strict=True))
+        carries = layout.carry_invars()
+
+        def inputs_in(result) -> set[Var]:
+            memory = ownership.body.storage.get(result, ()) if isinstance(result, Var) else ()
+            return {root for root in memory if root in operand_of}
+
+        results = body.outvars[: layout.num_carry]
+        reach = [inputs_in(r) | {carries[k]} for k, r in enumerate(results)]
+        while True:  # a carry may hold another carry's value, which may hold a third's
+            grown = [
+                found.union(*(reach[carries.index(v)] for v in found if v in carries))
+                for found in reach
+            ]
+            if grown == reach:
+                break
+            reach = grown
+        memories = []
+        for var, found in zip(eqn.outputs, reach, strict=False):
+            memory = {var}
+            for root in found:
+                atom = operand_of[root]
+                copied = root in carries and carries.index(root) in ownership.copied
+                if isinstance(atom, Var) and not copied:
+                    memory |= self.storage[atom]
+            memories.append(frozenset(memory))
+        return memories + [frozenset([var]) for var in eqn.outputs[layout.num_carry :]]
 
     def _store(self, var: Var, memory: frozenset[Var]) -> None:
         self.storage[var] = memory

@@ -179,6 +179,47 @@ def test_a_while_loop_copies_only_the_carry_it_writes():
     assert operand not in loop.body.callers
 
 
+def loop_outputs_memory(fn, *args):
+    """``fn``'s fused program and, per output of its one loop, the values
+    made before the loop whose memory the output may share (the loop's operands')."""
+    fused, _ = optimize(fn, *args)
+    liveness = Liveness(fused)
+    ((index, _),) = liveness.loops.items()
+    loop = liveness.eqns[index]
+    before = {v for eqn in liveness.eqns[:index] for v in eqn.outputs} | set(fused.jaxpr.invars)
+    shared = [
+        {v for v in before if liveness.storage[v] & liveness.storage[out]} for out in loop.outputs
+    ]
+    return fused, shared
+
+
+def test_a_copied_carrys_final_value_shares_no_memory_with_its_initial_value():
+    # ``x`` is the caller's: the loop copies it before writing it in place.
+    def fn(x):
+        return numbax.fori_loop(0, 3, lambda i, a: a.at[i].set(a[i] * 2.0), x)
+
+    _, shared = loop_outputs_memory(fn, np.ones(4))
+    assert shared == [set(), set()]  # the counter, then the array
+
+
+def test_loop_outputs_share_what_their_values_may_be():
+    """Swapped carries each may end as the other's initial value; a carry returned from
+    a const is the const's memory; ys are new arrays."""
+
+    def fn(a, b, c):
+        def step(carry, _):
+            p, q, r = carry
+            return (q, p, c[1:]), np.sin(p)
+
+        return numbax.scan(step, (a, b, c[:3]), None, length=3)
+
+    fused, (p, q, r, ys) = loop_outputs_memory(fn, np.ones(3), np.ones(3), np.ones(4))
+    a, b, c = fused.jaxpr.invars
+    assert p == q == {a, b}
+    assert c in r and not r & {a, b}
+    assert ys == set()
+
+
 def assert_no_buffer_overwritten_while_read(fused, plan):
     """A value takes a buffer only once every reader of the buffer's previous memory has
     run, counting views of it and updates written into it."""
