@@ -265,17 +265,20 @@ class _CacheEntry:
 
     def _start(self, name: str, tiered: bool) -> None:
         why, self.traced = self.traced or "(traced earlier)", None
-        worth, reason = tiering.worth_interpreting(self.closed, self.backend_name)
+        program = self.closed
+        if tiered and self.backend_name in tiering.TIERED_BACKENDS:
+            # The interpreter runs the program cleaned (no fusion): fewer eqns to execute;
+            # the compile goes on from it (its cleanup is then at its fixed point).
+            program = passes.clean(program)
+        worth, reason = tiering.worth_interpreting(program, self.backend_name)
         if not (tiered and worth):
-            self._executable = _compile_closed(self.closed, self.backend_name, name, why)
+            self._executable = _compile_closed(program, self.backend_name, name, why)
             return
         if config.log_compiles:
             compile_log.log_tiered(name, why, self.backend_name, reason)
         why = f"{why}, compiled in the background"
-        compile_program = functools.partial(
-            _compile_closed, self.closed, self.backend_name, name, why
-        )
-        self.tiered = tiering.TieredExecutable(self.closed, compile_program, name)
+        compile_program = functools.partial(_compile_closed, program, self.backend_name, name, why)
+        self.tiered = tiering.TieredExecutable(program, compile_program, name)
 
     @property
     def compiled(self) -> bool:

@@ -4,7 +4,7 @@ planning. ``optimize`` runs them all (see ``pipeline.py`` for the order)."""
 from .kernels import KernelSpec, classify
 from .manager import PassLog, PassRecord
 from .memory import MemoryPlan, plan_memory
-from .pipeline import PIPELINE, optimize
+from .pipeline import PIPELINE, clean, optimize
 from .verify import check_fused, check_kernel
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "check_fused",
     "check_kernel",
     "classify",
+    "clean",
     "optimize",
     "plan_memory",
 ]

@@ -76,6 +76,22 @@ PIPELINE = (
 
 _programs = itertools.count()
 
+# The stages before fusion: the program made smaller and simpler, still one eqn per op.
+_CLEANUP_END = next(i for i, stage in enumerate(PIPELINE) if stage.name == "cleanup") + 1
+
+
+def clean(closed: ClosedJaxpr, *, debug_checks: bool | None = None) -> ClosedJaxpr:
+    """``closed`` through the pipeline's stages before fusion (inline, narrow floats,
+    cleanup): constants folded, decided control flow and comparisons resolved, repeated
+    and dead work dropped, no kernels yet. What a tiered first call interprets: adi's
+    first call executes 186,000 eqns of it against 442,000 of the traced program."""
+    if debug_checks is None:
+        debug_checks = config.debug_checks
+    cleaned, _ = run_pipeline(
+        PIPELINE[:_CLEANUP_END], closed, dump_dir=None, debug_checks=debug_checks
+    )
+    return cleaned
+
 
 def optimize(
     closed: ClosedJaxpr,

@@ -391,3 +391,24 @@ def test_the_interpreter_returns_inf_and_nan_quietly():
         want = (x / 0.0, np.log(x * 0.0), x * 2.0)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def rows_in_order(a):
+    """Each row from the one before: a counter-indexed loop, whose index checks the
+    cleaned program has decided (passes/ranges.py)."""
+    return numbax.fori_loop(1, a.shape[0], lambda i, a: a.at[i].set(a[i - 1] * 0.5 + a[i]), a)
+
+
+def test_the_first_calls_interpret_the_cleaned_program():
+    a = np.arange(20.0).reshape(5, 4)
+    expected = a.copy()
+    for i in range(1, 5):
+        expected[i] = expected[i - 1] * 0.5 + expected[i]
+    f = numbax.jit(rows_in_order, backend="cpu", tiered=True)
+    np.testing.assert_allclose(f(a), expected, rtol=RTOL)
+    assert f.interpreted_calls == 1
+    (entry,) = f._cache.values()
+    traced = tiering.interpreted_steps(entry.closed.jaxpr)
+    assert tiering.interpreted_steps(entry.tiered.closed.jaxpr) < traced
+    f.wait_compiled()
+    np.testing.assert_allclose(f(a), expected, rtol=RTOL)
