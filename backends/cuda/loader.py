@@ -15,6 +15,7 @@ per process (``program_kernels``), by the first thread that asks, while the othe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import linecache
@@ -22,6 +23,7 @@ import os
 import sys
 import tempfile
 import types
+from pathlib import Path
 
 from ...config import config
 from ..compile_cache import KeyedLock, program_text, same_program
@@ -33,10 +35,31 @@ _ONE_THREAD = KeyedLock()  # per module name
 _COMPILED: dict = {}  # module name -> kernels, so equal programs compile once per process
 
 
+# The device functions a kernel calls, compiled into its cached code: their source is part
+# of the module's name, so a change to them is a new module (Numba's cache checks only the
+# module's own file).
+_HELPERS = (
+    "devicelib.py",
+    "narrow_floats.py",
+    "../complex_functions.py",
+    "../float_rounding.py",
+    "../threefry.py",
+    "../../ir/threefry.py",
+)
+
+
+@functools.cache
+def _helpers_text() -> str:
+    here = Path(__file__).parent
+    return "".join((here / name).read_text(encoding="utf-8") for name in _HELPERS)
+
+
 def module_name(identifier: str, source: str) -> str:
-    """The name a program's module is imported and cached under: equal programs share it."""
-    digest = hashlib.sha256(program_text(source).encode()).hexdigest()[:16]
-    return f"numbax_cuda_{identifier}_{digest}"
+    """The name a program's module is imported and cached under: equal programs (with
+    the same device functions) share it."""
+    digest = hashlib.sha256(_helpers_text().encode())
+    digest.update(program_text(source).encode())
+    return f"numbax_cuda_{identifier}_{digest.hexdigest()[:16]}"
 
 
 def _cache_path(module_name: str, source: str) -> str | None:

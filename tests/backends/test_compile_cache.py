@@ -46,6 +46,17 @@ def test_cuda_module_names_ignore_source_positions():
     assert first.module_name != other.module_name
 
 
+def test_cuda_module_names_follow_the_device_functions_they_call(monkeypatch):
+    # A kernel's cached code holds the device functions it calls (Threefry, complex
+    # powers): changing one must name a new module, not load the stale kernels.
+    from numbax.backends.cuda import loader
+
+    assert "def threefry_functions" in loader._helpers_text()  # every helper file read
+    before = loader.module_name("fn", "x = 1")
+    monkeypatch.setattr(loader, "_helpers_text", lambda: "another device library")
+    assert loader.module_name("fn", "x = 1") != before
+
+
 def test_a_keyed_lock_holds_back_only_threads_of_the_same_key():
     locks = KeyedLock()
     holding, release = threading.Event(), threading.Event()
