@@ -10,6 +10,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from passes_util import assert_same_values, trace
 
 import numbax
@@ -146,3 +148,26 @@ def test_a_while_loop_that_may_not_run(start):
     want = sum((x if i >= 2 else 2.0 * x) for i in range(start, 5)) + np.zeros(2)
     np.testing.assert_array_equal(numbax.jit(fn)(x), want)
     cleaned(fn, x)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    start=st.integers(-6, 6),
+    stop=st.integers(-6, 9),
+    read=st.integers(-4, 4),
+    write=st.integers(-4, 4),
+    traced_stop=st.booleans(),
+)
+def test_random_counter_indexing_keeps_its_meaning(start, stop, read, write, traced_stop):
+    """Reads and writes at counter offsets, in range, negative (counted from the end) or
+    past the end (clamped reads, dropped writes): the cleaned program computes what the
+    traced one does on the interpreter (``cleaned``), whatever the ranges decided."""
+
+    def fn(a, n):
+        def body(i, a):
+            value = a[i + read] * 0.5 + numbax.numpy.where(i - read >= 0, 1.0, -1.0)
+            return a.at[i + write].set(value)
+
+        return fori_loop(start, n if traced_stop else stop, body, a)
+
+    cleaned(fn, np.arange(20.0).reshape(5, 4), np.int64(stop))
