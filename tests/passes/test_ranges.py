@@ -17,16 +17,13 @@ from passes_util import assert_same_values, trace
 import numbax
 from numbax import passes
 from numbax.passes import ranges
-from numbax.passes.manager import run_pipeline
 from numbax.tracer.control_flow import fori_loop, scan, while_loop
-
-_CLEANUP = next(i for i, stage in enumerate(passes.PIPELINE) if stage.name == "cleanup")
-_UNTIL_CLEANUP = passes.PIPELINE[: _CLEANUP + 1]
 
 
 def cleaned(fn, *args):
+    """The passes before fusion (``passes.clean``), checked against the traced program."""
     traced = trace(fn, *args)
-    out, _ = run_pipeline(_UNTIL_CLEANUP, traced, dump_dir=None, debug_checks=True)
+    out = passes.clean(traced, debug_checks=True)
     assert_same_values(traced, out, args)
     return out
 
