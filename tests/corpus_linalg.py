@@ -141,8 +141,16 @@ def linalg_svd(a):
     tolerance=DECOMPOSITION,
 )
 def linalg_svd_full(a):
+    u, s, vh = np.linalg.svd(a)  # full_matrices: u and vh square
+    k = s.shape[-1]
+    # The first k vectors are unique up to a sign each; the others only span the null
+    # spaces (any orthonormal basis of them will do): those compare as projectors.
+    u_k, vh_k = sign_fixed(u[..., :k], vh[..., :k, :])
+    u_null, v_null = u[..., k:], np.swapaxes(vh[..., k:, :], -1, -2)
+    projectors = (u_null @ np.swapaxes(u_null, -1, -2), v_null @ np.swapaxes(v_null, -1, -2))
     square = _positive_definite(a)
-    return (*np.linalg.svd(a), np.linalg.svd(square, hermitian=True, compute_uv=False))
+    hermitian = np.linalg.svd(square, hermitian=True, compute_uv=False)
+    return u_k, s, vh_k, *projectors, hermitian
 
 
 _NORM_ORDERS = (None, 1, -1, 2, -2, np.inf, -np.inf, 0, 3, 0.5)
