@@ -420,7 +420,10 @@ DTYPE_NOTES = (
     "cpu backend calls SciPy's LAPACK build (through Numba) where NumPy calls its own, and "
     "the two may choose a different sign for a vector (seen for some float32 matrices). "
     "Each vector is unique only up to that sign (as in JAX): the eigenvalues, the singular "
-    "values and every product of the factors are NumPy's.",
+    "values and every product of the factors are NumPy's. With `full_matrices=True` the "
+    "vectors past the singular values only span a null space: where it has more than one "
+    "dimension they are one orthonormal basis of it, not necessarily NumPy's (the "
+    "projector onto it is).",
     "",
 )
 
