@@ -21,7 +21,8 @@ constant and integer conversions. A result whose interval leaves its dtype has n
   while carry    a counter whose body result is ``carry + k`` (k > 0 a literal) under the
                  predicate ``carry < bound`` (a constant of the predicate, in [bl, bh]):
                  the body runs only while the counter is below the bound, so in the body
-                 it lies in [lo, bh - 1] (``fori_loop`` with traced bounds)
+                 it lies in [lo, bh - 1] (``fori_loop`` with traced bounds), unless the
+                 step past the bound may wrap (bh - 1 + k beyond the dtype)
 
 A body is analysed with the ranges of the operands it reads as constants; ``cond``
 branches with the ranges of their operands.
@@ -267,6 +268,8 @@ def _while(eqn: Eqn, known: dict[Var, Range], counts: Counter) -> Eqn:
             continue
         limit = _range(bound if isinstance(bound, Literal) else cond_consts[bound], known)
         top = (limit[1] if limit is not None else np.iinfo(var.aval.dtype).max) - 1
+        if top + k > np.iinfo(var.aval.dtype).max:
+            continue  # the step past the bound could wrap, and the loop run on from there
         inner[var] = (start[0], max(start[0], top))
     cond_inner = {
         var: found

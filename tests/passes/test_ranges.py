@@ -168,3 +168,20 @@ def test_random_counter_indexing_keeps_its_meaning(start, stop, read, write, tra
         return fori_loop(start, n if traced_stop else stop, body, a)
 
     cleaned(fn, np.arange(20.0).reshape(5, 4), np.int64(stop))
+
+
+def test_a_while_counter_whose_step_past_the_bound_wraps_has_no_range():
+    # int8 from 120 by 3 under i < 127: 126 + 3 wraps to -127, and the loop runs on with
+    # negative counters (until the sequence meets 127): "i >= 0" is not decidable.
+    def fn(x):
+        def body(carry):
+            i, total = carry
+            return i + np.int8(3), total + numbax.numpy.where(i >= 0, x, 100.0 * x)
+
+        init = (np.int8(120), np.zeros(2))
+        return while_loop(lambda carry: carry[0] < np.int8(127), body, init)[1]
+
+    x = np.array([1.0, 2.0])
+    out = cleaned(fn, x)
+    body = next(e for e in out.jaxpr.eqns if e.prim.name == "while").params["body_jaxpr"]
+    assert prims(body)["ge"] == 1
