@@ -5,7 +5,8 @@ A generated module's comments say which eqn each line computes and at which of t
 user's lines it was written (``source_info``); they change when the user's file moves,
 while the program does not. So caches key a module on ``program_text``: its source
 without comments, which still holds everything it computes (names, literals, constants,
-the helpers it calls).
+the helpers it calls). The helpers' own source is not in the module: a cache key adds it
+(``helpers_text``), since a compiled program holds the helpers compiled into it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import functools
 import io
 import threading
 import tokenize
+from pathlib import Path
 
 
 @functools.lru_cache(maxsize=16)  # a compile asks for its key text more than once
@@ -30,6 +32,13 @@ def program_text(source: str) -> str:
     except (tokenize.TokenError, SyntaxError):
         return source  # not Python (a damaged cache file): only equal to itself
     return "".join(lines)
+
+
+@functools.cache
+def helpers_text(folder: str, names: tuple[str, ...]) -> str:
+    """The source of the helper files ``names`` (paths relative to ``folder``), read once
+    per process: what a cache key adds for the code compiled into every program."""
+    return "".join((Path(folder) / name).read_text(encoding="utf-8") for name in names)
 
 
 def same_program(text: str, source: str) -> bool:

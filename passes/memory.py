@@ -183,30 +183,29 @@ class Liveness:
         layout = LoopLayout.of(eqn)
         body, first = layout.body, layout.body_first_carry
         operand_of = dict(zip(body.invars, eqn.inputs[layout.first_carry - first :], strict=True))
-        carries = layout.carry_invars()
+        position = {carry: k for k, carry in enumerate(layout.carry_invars())}
 
         def inputs_in(result) -> set[Var]:
             memory = ownership.body.storage.get(result, ()) if isinstance(result, Var) else ()
             return {root for root in memory if root in operand_of}
 
         results = body.outvars[: layout.num_carry]
-        reach = [inputs_in(r) | {carries[k]} for k, r in enumerate(results)]
+        reach = [inputs_in(r) | {carry} for r, carry in zip(results, position, strict=True)]
         while True:  # a carry may hold another carry's value, which may hold a third's
             grown = [
-                found.union(*(reach[carries.index(v)] for v in found if v in carries))
+                found.union(*(reach[position[v]] for v in found if v in position))
                 for found in reach
             ]
             if grown == reach:
                 break
             reach = grown
+        copied = {carry for carry, k in position.items() if k in ownership.copied}
         memories = []
         for var, found in zip(eqn.outputs, reach, strict=False):
             memory = {var}
-            for root in found:
-                atom = operand_of[root]
-                copied = root in carries and carries.index(root) in ownership.copied
-                if isinstance(atom, Var) and not copied:
-                    memory |= self.storage[atom]
+            for root in found - copied:
+                if isinstance(operand_of[root], Var):
+                    memory |= self.storage[operand_of[root]]
             memories.append(frozenset(memory))
         return memories + [frozenset([var]) for var in eqn.outputs[layout.num_carry :]]
 
@@ -309,7 +308,8 @@ def _other_update_inputs(eqn: Eqn) -> set[Var]:
 
 def _output_storage(eqn: Eqn, storage) -> list[frozenset[Var]]:
     """The memories each output of ``eqn`` may be in: its own, a view's operand's, and for
-    control flow (which may return an operand as it is) every operand's too."""
+    other control flow (a ``cond``, a call: it may return an operand as it is) every
+    operand's too. A loop's are ``Liveness._loop_output_storage``'s."""
 
     def of(atom) -> frozenset[Var]:
         return storage[atom] if isinstance(atom, Var) else frozenset()

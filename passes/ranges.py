@@ -199,19 +199,25 @@ def _decide(name: str, eqn: Eqn, known: dict[Var, Range]) -> bool | None:
 # -------------------------------------------------------------------- control flow
 
 
-def _producer(jaxpr: Jaxpr, var: Atom) -> Eqn | None:
-    for eqn in jaxpr.eqns:
-        if var in eqn.outputs:
-            return eqn
-    return None
+def _producers(jaxpr: Jaxpr) -> dict[Var, Eqn]:
+    return {var: eqn for eqn in jaxpr.eqns for var in eqn.outputs}
 
 
-def _step(jaxpr: Jaxpr, carry: Var, result: Atom) -> int | None:
+def _operand_ranges(invars, operands, known: dict[Var, Range]) -> dict[Var, Range]:
+    """The ranges of a body's ``invars`` that read ``operands`` unchanged (consts)."""
+    return {
+        var: found
+        for var, atom in zip(invars, operands, strict=True)
+        if (found := _range(atom, known)) is not None
+    }
+
+
+def _step(producers: dict[Var, Eqn], carry: Var, result: Atom) -> int | None:
     """k when ``result`` is ``carry + k`` (or ``carry - (-k)``, or ``carry`` itself) for a
     literal k, else None."""
     if result is carry:
         return 0
-    eqn = _producer(jaxpr, result) if isinstance(result, Var) else None
+    eqn = producers.get(result) if isinstance(result, Var) else None
     if eqn is None or eqn.prim.name not in ("add", "sub"):
         return None
     x, y = eqn.inputs
@@ -226,17 +232,13 @@ def _scan(eqn: Eqn, known: dict[Var, Range], counts: Counter) -> Eqn:
     params = eqn.params
     body, length = params["jaxpr"], params["length"]
     num_consts, num_carry = params["num_consts"], params["num_carry"]
-    inner: dict[Var, Range] = {}
-    for i, (var, atom) in enumerate(zip(body.invars, eqn.inputs, strict=True)):
+    inner = _operand_ranges(body.invars[:num_consts], eqn.inputs[:num_consts], known)
+    producers = _producers(body)
+    at = slice(num_consts, num_consts + num_carry)  # the carries (then the rows of xs)
+    for carry, (var, atom) in enumerate(zip(body.invars[at], eqn.inputs[at], strict=True)):
         start = _range(atom, known)
-        if start is None or i >= num_consts + num_carry:
-            continue
-        if i < num_consts:
-            inner[var] = start
-            continue
-        carry = i - num_consts
-        k = _step(body, var, body.outvars[carry]) if length > 0 else None
-        if k is None:
+        k = _step(producers, var, body.outvars[carry]) if length > 0 else None
+        if start is None or k is None:
             continue
         span = k * (length - 1)
         inside = _fits((start[0] + min(span, 0), start[1] + max(span, 0)), var.aval.dtype)
@@ -254,28 +256,20 @@ def _while(eqn: Eqn, known: dict[Var, Range], counts: Counter) -> Eqn:
     cond_jaxpr, body = params["cond_jaxpr"], params["body_jaxpr"]
     cond_n, body_n = params["cond_nconsts"], params["body_nconsts"]
     cond_consts = eqn.inputs[:cond_n]
-    body_consts = eqn.inputs[cond_n : cond_n + body_n]
     inits = eqn.inputs[cond_n + body_n :]
-    inner: dict[Var, Range] = {}
-    for var, atom in zip(body.invars[:body_n], body_consts, strict=True):
-        if (found := _range(atom, known)) is not None:
-            inner[var] = found
-    for carry, bound in _counters(cond_jaxpr, cond_n):
+    inner = _operand_ranges(body.invars[:body_n], eqn.inputs[cond_n : cond_n + body_n], known)
+    counter = _counter(cond_jaxpr, cond_n)
+    if counter is not None:
+        carry, bound = counter
         var = body.invars[body_n + carry]
         start = _range(inits[carry], known)
-        k = _step(body, var, body.outvars[carry])
-        if start is None or k is None or k <= 0:
-            continue
+        k = _step(_producers(body), var, body.outvars[carry])
         limit = _range(bound if isinstance(bound, Literal) else cond_consts[bound], known)
         top = (limit[1] if limit is not None else np.iinfo(var.aval.dtype).max) - 1
-        if top + k > np.iinfo(var.aval.dtype).max:
-            continue  # the step past the bound could wrap, and the loop run on from there
-        inner[var] = (start[0], max(start[0], top))
-    cond_inner = {
-        var: found
-        for var, atom in zip(cond_jaxpr.invars[:cond_n], cond_consts, strict=True)
-        if (found := _range(atom, known)) is not None
-    }
+        # Unless the step past the bound could wrap, and the loop run on from there.
+        if start is not None and k is not None and 0 < k <= np.iinfo(var.aval.dtype).max - top:
+            inner[var] = (start[0], max(start[0], top))
+    cond_inner = _operand_ranges(cond_jaxpr.invars[:cond_n], cond_consts, known)
     new_cond = fold_ranges(cond_jaxpr, cond_inner, counts)
     new_body = fold_ranges(body, inner, counts)
     if new_cond is cond_jaxpr and new_body is body:
@@ -283,37 +277,33 @@ def _while(eqn: Eqn, known: dict[Var, Range], counts: Counter) -> Eqn:
     return eqn.replace(params={**params, "cond_jaxpr": new_cond, "body_jaxpr": new_body})
 
 
-def _counters(cond_jaxpr: Jaxpr, cond_n: int):
+def _counter(cond_jaxpr: Jaxpr, cond_n: int) -> tuple[int, Atom | int] | None:
     """(carry index, bound) for a predicate ``carry < bound``: the bound a literal, or the
-    index of the predicate's constant that holds it."""
+    index of the predicate's constant that holds it; None for any other predicate."""
     (result,) = cond_jaxpr.outvars
-    eqn = _producer(cond_jaxpr, result) if isinstance(result, Var) else None
+    eqn = _producers(cond_jaxpr).get(result) if isinstance(result, Var) else None
     if eqn is None or eqn.prim.name != "lt":
-        return []
+        return None
     counter, bound = eqn.inputs
     carries = cond_jaxpr.invars[cond_n:]
     if counter not in carries or not _tracked(counter):
-        return []
+        return None
     if isinstance(bound, Literal):
-        return [(carries.index(counter), bound)]
+        return carries.index(counter), bound
     if bound in cond_jaxpr.invars[:cond_n]:
-        return [(carries.index(counter), cond_jaxpr.invars.index(bound))]
-    return []
+        return carries.index(counter), cond_jaxpr.invars.index(bound)
+    return None
 
 
 def _cond(eqn: Eqn, known: dict[Var, Range], counts: Counter) -> Eqn:
     operands = eqn.inputs[1:]
-    branches = []
-    for branch in eqn.params["branches"]:
-        inner = {
-            var: found
-            for var, atom in zip(branch.invars, operands, strict=True)
-            if (found := _range(atom, known)) is not None
-        }
-        branches.append(fold_ranges(branch, inner, counts))
+    branches = tuple(
+        fold_ranges(branch, _operand_ranges(branch.invars, operands, known), counts)
+        for branch in eqn.params["branches"]
+    )
     if all(new is old for new, old in zip(branches, eqn.params["branches"], strict=True)):
         return eqn
-    return eqn.replace(params={**eqn.params, "branches": tuple(branches)})
+    return eqn.replace(params={**eqn.params, "branches": branches})
 
 
 LOOPS = {"scan": _scan, "while": _while}

@@ -42,7 +42,7 @@ import types
 import warnings
 from pathlib import Path
 
-from ..compile_cache import KeyedLock, program_text, same_program
+from ..compile_cache import KeyedLock, helpers_text, program_text, same_program
 
 _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
 # The program's machine code holds theirs (Numba links a callee into its caller's cache).
@@ -63,8 +63,7 @@ def _environment() -> str:
         numbax_version = version("numbax")
     except PackageNotFoundError:
         numbax_version = "unknown"
-    here = Path(__file__).parent
-    helpers = "".join((here / name).read_text() for name in _HELPERS)
+    helpers = helpers_text(os.path.dirname(__file__), _HELPERS)
     return "\n".join(
         [numbax_version, numba.__version__, platform.python_version(), platform.machine(), helpers]
     )

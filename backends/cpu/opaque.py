@@ -74,10 +74,10 @@ def _reshape(program, eqn: Eqn, inputs, out) -> list[str]:
     # Leading axes of length one dropped or added (``x[i]`` of a traced index, a row
     # broadcast): an index, which Numba compiles in a fraction of a reshape's time.
     old = eqn.inputs[0].aval.shape
-    if len(old) > len(shape) and old == (1,) * (len(old) - len(shape)) + shape:
-        return [f"{out} = {inputs[0]}[{', '.join(['0'] * (len(old) - len(shape)))}]"]
-    if len(shape) > len(old) and shape == (1,) * (len(shape) - len(old)) + old:
-        return [f"{out} = {inputs[0]}[{', '.join(['None'] * (len(shape) - len(old)))}]"]
+    ones = abs(len(old) - len(shape))
+    for longer, shorter, index in ((old, shape, "0"), (shape, old, "None")):
+        if ones and longer == (1,) * ones + shorter:
+            return [f"{out} = {inputs[0]}[{', '.join([index] * ones)}]"]
     return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)})"]
 
 

@@ -15,7 +15,6 @@ per process (``program_kernels``), by the first thread that asks, while the othe
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.util
 import linecache
@@ -23,10 +22,9 @@ import os
 import sys
 import tempfile
 import types
-from pathlib import Path
 
 from ...config import config
-from ..compile_cache import KeyedLock, program_text, same_program
+from ..compile_cache import KeyedLock, helpers_text, program_text, same_program
 from .options import simulating
 
 PTX_COMPUTE_CAPABILITY = (9, 0)  # sm_90: H100/H200
@@ -48,10 +46,8 @@ _HELPERS = (
 )
 
 
-@functools.cache
 def _helpers_text() -> str:
-    here = Path(__file__).parent
-    return "".join((here / name).read_text(encoding="utf-8") for name in _HELPERS)
+    return helpers_text(os.path.dirname(__file__), _HELPERS)
 
 
 def module_name(identifier: str, source: str) -> str:
