@@ -17,7 +17,8 @@ METHOD = (
     "median over samples after warm-up (first call excluded; it compiles), spread min–max; "
     "each sample is enough back-to-back calls to last a minimum time, each call synchronised "
     "(JAX block_until_ready, CUDA synchronize); every implementation checked against NumPy "
-    "before it is timed. GB/s = bytes read + written by an ideal implementation / time; "
+    "before it is timed; a workload's implementations take turns, in three rounds of blocks of "
+    "samples. GB/s = bytes read + written by an ideal implementation / time; "
     "'ceiling' = that GB/s over the best large-copy GB/s; 'vs best peer' = time / time of the "
     "fastest implementation that is not numbax."
 )

@@ -1,4 +1,5 @@
-"""Runs the suite: for every workload, every implementation is built, checked, then timed.
+"""Runs the suite: for every workload, every implementation is built and checked, then the
+ones that passed are timed taking turns (see timing.py).
 
 An implementation is checked against NumPy's answer before it is timed: a wrong answer, or
 any exception that its peer does not declare as "not supported yet", is a FAILED row and is
@@ -13,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from .implementation import Implementation, NotSupportedYet, tree_map
-from .timing import Timing, TimingSettings, format_seconds, measure
+from .timing import Contender, Timing, TimingSettings, format_seconds, measure_in_turns
 from .workloads import SINGLE_CALL_STYLES, Workload
 
 OK, FAILED, NOT_SUPPORTED, SKIPPED = "ok", "FAILED", "not supported yet", "skipped"
@@ -60,13 +61,14 @@ def _mismatch_summary(error: AssertionError) -> str:
     return "wrong answer: " + "; ".join((where[:1] + verdict) or lines[:2])
 
 
-def run_implementation(
-    workload: Workload, implementation: Implementation, expected, settings: TimingSettings
-) -> Row:
+def prepare(
+    workload: Workload, implementation: Implementation, expected
+) -> tuple[Row, Contender | None]:
+    """Build, run once and check one implementation: its row, and what to time if it passed."""
     row = Row(implementation.label, OK, is_numbax=implementation.is_numbax)
     if implementation.skip_reason is not None:
         row.status, row.reason = SKIPPED, implementation.skip_reason
-        return row
+        return row, None
     try:
         function = implementation.build()
         inputs = tree_map(implementation.to_device, workload.inputs)
@@ -74,36 +76,51 @@ def run_implementation(
         implementation.sync(result)
     except NotSupportedYet as error:
         row.status, row.reason = NOT_SUPPORTED, str(error)
-        return row
+        return row, None
     except Exception as error:
         reason = implementation.unsupported_reason(error)
         row.status = FAILED if reason is None else NOT_SUPPORTED
         row.reason = reason or f"error: {_first_line(error)}"
-        return row
+        return row, None
+    finally:
+        implementation.finish()
     try:
         workload.check(tree_map(implementation.to_numpy, result), expected)
     except AssertionError as error:
         row.status, row.reason = FAILED, _mismatch_summary(error)
-        return row
+        return row, None
     except Exception as error:
         # An answer the check cannot even read (wrong structure, not an array) is wrong too.
         row.status, row.reason = FAILED, f"wrong answer: {_first_line(error)}"
-        return row
-    try:
-        single = workload.style in SINGLE_CALL_STYLES
-        row.timing = measure(
-            lambda: function(*inputs),
-            implementation.sync,
-            settings,
-            single_call_samples=single,
-            between=implementation.finish if single else None,
-        )
-    except Exception as error:
-        # It ran once correctly and then broke: still a failure, not "not supported".
-        row.status, row.reason = FAILED, f"error while timing: {_first_line(error)}"
-    finally:
-        implementation.finish()
-    return row
+        return row, None
+    single = workload.style in SINGLE_CALL_STYLES
+    contender = Contender(
+        lambda: function(*inputs),
+        implementation.sync,
+        between=implementation.finish if single else None,
+        finish=implementation.finish,
+    )
+    return row, contender
+
+
+def run_workload(
+    workload: Workload, implementations: list[Implementation], expected, settings: TimingSettings
+) -> list[Row]:
+    """Every implementation's row: built and checked one by one, then timed taking turns."""
+    prepared = [prepare(workload, implementation, expected) for implementation in implementations]
+    timed = [(row, contender) for row, contender in prepared if contender is not None]
+    outcomes = measure_in_turns(
+        [contender for _, contender in timed],
+        settings,
+        single_call_samples=workload.style in SINGLE_CALL_STYLES,
+    )
+    for (row, _), outcome in zip(timed, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            # It ran once correctly and then broke: still a failure, not "not supported".
+            row.status, row.reason = FAILED, f"error while timing: {_first_line(outcome)}"
+        else:
+            row.timing = outcome
+    return [row for row, _ in prepared]
 
 
 def _progress(message: str) -> None:
@@ -121,7 +138,7 @@ def run_suite(
         implementations = [impl for peer in peers for impl in peer.implement(workload)]
         expected = workload.reference()
         settings = settings_for(workload, len(implementations))
-        rows = [run_implementation(workload, impl, expected, settings) for impl in implementations]
+        rows = run_workload(workload, implementations, expected, settings)
         result = WorkloadResult(workload, rows, time.perf_counter() - start)
         progress(f"    {_summary(result)}  [{result.wall_s:.1f} s]")
         results.append(result)

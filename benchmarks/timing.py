@@ -8,9 +8,14 @@
   measurable. The figure is the sample's time divided by its calls.
 - Samples repeat until the row's time budget is spent (at least `min_samples`, at most
   `max_samples`), or exactly `--repeat` times when that is given.
+- The rows of one workload take turns: the samples are taken in `ROUNDS` rounds, and in each
+  round every row takes its share in a block, the order rotating from round to round. The
+  machine's speed drifts over seconds (other tenants, frequency, memory placement), and rows
+  timed one after the other would carry that drift into their ratio; taking turns spreads it
+  over all of them.
 - Reported: the median, and the spread as min-max (the quartiles are in the JSON). With the
   few samples a budget allows, min-max hides less than an interquartile range.
-- Before the first timed call the row waits `settle_s`: thread pools spin for up to ~0.1 s
+- Before each of its blocks the row waits `settle_s`: thread pools spin for up to ~0.1 s
   after their last job (OpenBLAS does; NumPy and SciPy, which Numba's np.dot calls, each
   load their own OpenBLAS), and on a machine with few cores the previous row's spinning
   pool slows this row's BLAS calls several times over, measured here.
@@ -76,37 +81,89 @@ def _timed_calls(call: Callable[[], Any], sync: Callable[[Any], None], calls: in
             gc.enable()
 
 
-def measure(
-    call: Callable[[], Any],
-    sync: Callable[[Any], None],
+ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One row ready to be timed: `call` has already run (compiled, warmed up and checked).
+
+    `sync` waits for a result; `between` runs, untimed, before each sample of a single-call
+    row (numbax waits there for the background compiles its earlier first calls left running,
+    which would otherwise compete with this sample's interpreted call for the GIL); `finish`
+    runs after each of the row's blocks, so that nothing it left running slows the next row.
+    """
+
+    call: Callable[[], Any]
+    sync: Callable[[Any], None]
+    between: Callable[[], None] | None = None
+    finish: Callable[[], None] | None = None
+
+
+def _calls_per_sample(contender: Contender, settings: TimingSettings) -> int:
+    once = _timed_calls(contender.call, contender.sync, 1)
+    if once >= settings.min_sample_s:
+        return 1
+    wanted = math.ceil(settings.min_sample_s / max(once, 1e-9))
+    return min(wanted, settings.max_calls_per_sample)
+
+
+def _share(wanted: int, taken: int, rounds_left: int) -> int:
+    """This round's part of the samples still wanted, rounded up."""
+    return max(0, math.ceil((wanted - taken) / rounds_left))
+
+
+def measure_in_turns(
+    contenders: list[Contender],
     settings: TimingSettings,
     single_call_samples: bool = False,
-    between: Callable[[], None] | None = None,
-) -> Timing:
-    """Time `call` (already warmed up by the caller).
+    rounds: int = ROUNDS,
+) -> list[Timing | Exception]:
+    """Time the rows of one workload taking turns (see the module's docstring).
 
     `single_call_samples` is for calls that are each a new compilation or a new process:
-    every call is its own sample and none is spent on calibration. `between` runs, untimed,
-    before each sample: it waits for what the samples before left running (numbax's
-    background compiles of earlier first calls, which would otherwise compete with this
-    sample's interpreted call for the GIL).
+    every call is its own sample and none is spent on calibration. Each row gets its own
+    result: its `Timing`, or the exception it raised while being timed (the other rows go on).
     """
-    time.sleep(settings.settle_s)
-    calls = 1
-    if not single_call_samples:
-        once = _timed_calls(call, sync, 1)
-        if once < settings.min_sample_s:
-            wanted = math.ceil(settings.min_sample_s / max(once, 1e-9))
-            calls = min(wanted, settings.max_calls_per_sample)
-    samples: list[float] = []
-    start = time.perf_counter()
-    while len(samples) < settings.min_samples or (
-        len(samples) < settings.max_samples and time.perf_counter() - start < settings.budget_s
-    ):
-        if between is not None:
-            between()
-        samples.append(_timed_calls(call, sync, calls) / calls)
-    return Timing(tuple(samples), calls)
+    outcomes: list[list[float] | Exception] = [[] for _ in contenders]
+    calls = [1] * len(contenders)
+    spent_s = [0.0] * len(contenders)
+    for round_index in range(rounds):
+        rounds_left = rounds - round_index
+        for offset in range(len(contenders)):
+            index = (round_index + offset) % len(contenders)
+            samples, contender = outcomes[index], contenders[index]
+            if isinstance(samples, Exception):
+                continue
+            time.sleep(settings.settle_s)
+            try:
+                if round_index == 0 and not single_call_samples:
+                    calls[index] = _calls_per_sample(contender, settings)
+                at_least = _share(settings.min_samples, len(samples), rounds_left)
+                at_most = _share(settings.max_samples, len(samples), rounds_left)
+                # The budget is the row's over all rounds: a row whose samples overran it in
+                # earlier rounds takes only the minimum in this one.
+                budget_s = settings.budget_s * (round_index + 1) / rounds - spent_s[index]
+                start, taken = time.perf_counter(), 0
+                while taken < at_least or (
+                    taken < at_most and time.perf_counter() - start < budget_s
+                ):
+                    if contender.between is not None:
+                        contender.between()
+                    samples.append(
+                        _timed_calls(contender.call, contender.sync, calls[index]) / calls[index]
+                    )
+                    taken += 1
+                spent_s[index] += time.perf_counter() - start
+            except Exception as error:
+                outcomes[index] = error
+            finally:
+                if contender.finish is not None:
+                    contender.finish()
+    return [
+        outcome if isinstance(outcome, Exception) else Timing(tuple(outcome), calls[index])
+        for index, outcome in enumerate(outcomes)
+    ]
 
 
 def _unit(seconds: float) -> tuple[str, float]:
