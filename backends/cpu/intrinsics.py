@@ -25,6 +25,12 @@ and vectorise:
   (``numba_attempt_nocopy_reshape``) that LLVM cannot see into, and a kernel loop
   storing into or reading through such views did not vectorise ("cannot identify array
   bounds"): every loop of a multi-kernel program over 2-D values, none of them so.
+- ``opaque_int``: its argument, through an empty inline ``asm`` that LLVM cannot see
+  into: a short loop's constant trip count that must stay a loop (``loopnest``).
+- ``prefetch_span``: ``llvm.prefetch`` of a span of a C-contiguous array, one cache line
+  at a time (a hint: no fault, no effect on results). A row reduction that reads each row
+  several times prefetches the row it reaches next while it works on this one
+  (``reductions``).
 - ``complex_div``: NumPy's complex division (Smith's algorithm, and a zero divisor gives
   inf and NaN parts), where Numba's raises ZeroDivisionError; ``complex_pow``: NumPy's
   complex power, where Numba's polar form gives NaN for infinite exponents. Both are
@@ -266,6 +272,56 @@ def _contiguous_view(typingctx, array, shape):
         return impl_ret_borrowed(context, builder, result, out._getvalue())
 
     return result(array, shape), codegen
+
+
+@intrinsic
+def opaque_int(typingctx, value):
+    """``value``, which LLVM can no longer treat as a constant (see ``loopnest``)."""
+    if not isinstance(value, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        int_type = args[0].type
+        barrier = ir.InlineAsm(ir.FunctionType(int_type, [int_type]), "", "=r,0")
+        return builder.call(barrier, [args[0]])
+
+    return types.intp(value), codegen
+
+
+@intrinsic
+def _prefetch_element(typingctx, array, index):
+    """Prefetch the cache line of ``array.flat[index]`` for reading, into every level (a
+    no-op for an array that is not C-contiguous, whose flat index is not an offset)."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        if signature.args[0].layout == "C":
+            view = context.make_array(signature.args[0])(context, builder, args[0])
+            offset = context.cast(builder, args[1], signature.args[1], types.intp)
+            address = builder.bitcast(builder.gep(view.data, [offset]), cgutils.voidptr_t)
+            int_t = ir.IntType(32)
+            prefetch = builder.module.declare_intrinsic(
+                "llvm.prefetch",
+                [cgutils.voidptr_t],
+                ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t, int_t, int_t, int_t]),
+            )
+            # read (0), keep in all cache levels (3), data cache (1)
+            builder.call(prefetch, [address] + [ir.Constant(int_t, k) for k in (0, 3, 1)])
+        return context.get_dummy_value()
+
+    return types.none(array, index), codegen
+
+
+CACHE_LINE_BYTES = 64
+
+
+@njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)
+def prefetch_span(array, start, count):
+    """Prefetch ``array.flat[start:start + count]``, clipped to the array."""
+    step = max(1, CACHE_LINE_BYTES // array.itemsize)
+    for index in range(max(start, 0), min(start + count, array.size), step):
+        _prefetch_element(array, index)
 
 
 @njit(error_model="numpy", no_cfunc_wrapper=True, cache=True)

@@ -189,7 +189,9 @@ class KernelWriter:
         uses += analysis.uses
         self.uses = uses  # every array the kernel reads or writes, at its mapping
         groups = group_dimensions(shape, self.reduced, uses, analysis.iota_dims)
-        self.builder = LoopBuilder(groups, self.program.fresh, self.program.view)
+        self.builder = LoopBuilder(
+            groups, self.program.fresh, self.program.view, self.program.opaque
+        )
         return groups
 
     def kept_dims(self) -> tuple:

@@ -274,6 +274,10 @@ class _ProgramWriter:
             return self.flat_buffer[array]
         return f"{self.function(scalar.INTRINSICS, 'shaped_view')}({array}, {tuple_source(shape)})"
 
+    def opaque(self, value: int) -> str:
+        """``value`` in a form LLVM cannot fold to a constant (``intrinsics.opaque_int``)."""
+        return f"{self.function(scalar.INTRINSICS, 'opaque_int')}({value})"
+
     def module_function(self, lines: list[str]) -> None:
         """Define a function at module level, ahead of the program (``callbacks``)."""
         self.functions.append(lines)

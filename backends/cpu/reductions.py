@@ -30,6 +30,8 @@ their dtype: a wider product would not overflow or underflow where NumPy's does
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ir import dtypes
@@ -44,6 +46,12 @@ REDUCTION_CHUNKS = 16
 # vectoriser's 8 to 64 accumulators then sums 8 to 64 values, as NumPy's pairwise sum
 # does at its leaves; the compensated add per block costs a few percent.
 SUM_BLOCK = 512
+# A row reduction that reads each row several times prefetches its inputs' rows this far
+# ahead (``_prefetch_rows_ahead``): one row ahead gained 15% on a 4096x1024 layer norm,
+# two 19%. Rows of other lengths are left to the hardware: two long ones would crowd the
+# L1 cache, and a short row's passes are over before the memory system idles.
+PREFETCH_ROWS_AHEAD = 2
+PREFETCH_ROW_BYTES = range(1024, 16 * 1024 + 1)
 
 
 class ReductionWriter(KernelWriter):
@@ -75,13 +83,17 @@ class ReductionWriter(KernelWriter):
         self._plan_spills(s_outputs)
         for k in range(outer):
             builder.open_loop(k, parallel=parallel_outer and k == 0)
-        for stage in self._passes():
+        passes = self._passes()
+        rereads_rows = outer == 1 and not inner_kept and len(passes) + bool(s_outputs) > 1
+        for n, stage in enumerate(passes):
             if inner_kept:
                 self._array_pass(stage, inner, inner_kept)
             elif chunked:
                 self._chunked_pass(stage, inner)
             else:
                 self._scalar_pass(stage, inner)
+            if n == 0 and parallel_outer and rereads_rows:
+                self._prefetch_rows_ahead()
 
         def reduced_outputs():
             self._flush()
@@ -100,6 +112,27 @@ class ReductionWriter(KernelWriter):
         for _ in range(outer):
             builder.close()
         return parallel_outer or chunked or parallel_epilogue
+
+    def _prefetch_rows_ahead(self) -> None:
+        """Prefetch each input's row ``PREFETCH_ROWS_AHEAD`` rows on, once the first pass has
+        read this row, in a kernel that reads every row more than once: the later passes
+        run from the cache, and without a prefetch the memory system would idle while they
+        do (a 4096x1024 float32 layer norm, 2 threads: 2.2 ms -> 1.8 ms). Issued before the
+        first pass, the prefetches compete with its loads and gained nothing."""
+        first = self.builder.groups[0]
+        row = math.prod(self.shape) // first.extent
+        dtypes_of = {name: var.aval.dtype for var, name in self.leaves.items()}
+        whole = identity_mapping(self.shape)
+        arrays = {
+            use.array
+            for use in self.uses
+            if use.array in dtypes_of and use.dims == whole and not use.window
+        }
+        prefetch = self.program.function(scalar.INTRINSICS, "prefetch_span")
+        for array in sorted(arrays):
+            if row * dtypes_of[array].itemsize in PREFETCH_ROW_BYTES:
+                start = f"({first.index} + {PREFETCH_ROWS_AHEAD}) * {row}"
+                self.builder.write(f"{prefetch}({array}, {start}, {row})")
 
     def _loops(self, ks, body, parallel=False, skip=False, bounds=None) -> None:
         """Loops over the groups ``ks`` around ``body``; ``bounds``, (start, stop), limit
