@@ -10,6 +10,7 @@
 | NUMBAX_CUDA_CUBLAS         | 1: cuda backend's large f32/f64 matmuls via cuBLAS (CuPy)   |
 | NUMBAX_TRACEBACK_FILTERING | off: keep numbax's own frames in error tracebacks           |
 | NUMBAX_TIERED              | 0: first calls wait for the compiled program, not interpret |
+| NUMBAX_HEAP_TUNING         | 0: leave glibc's heap thresholds alone (backends/cpu/heap)  |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -49,6 +50,8 @@ class Config:
     )
     # ``jit``'s default for ``tiered``: first calls interpreted while the program compiles.
     tiered: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_TIERED"))
+    # Whether the first cpu compile sets glibc's heap thresholds (backends/cpu/heap.py).
+    heap_tuning: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_HEAP_TUNING"))
 
 
 config = Config()

@@ -16,6 +16,8 @@ source, kernels, LLVM IR and assembly::
 Numba is imported on the first compile, not when numbax is imported. Importing this
 module sets two environment variables for the libraries the backend drives, unless the
 user set them: ``OPENBLAS_NUM_THREADS=1`` and ``OMP_WAIT_POLICY=passive`` (see below).
+The first compile tells glibc to keep the memory programs free for their next call
+(``heap.py``; ``NUMBAX_HEAP_TUNING=0`` leaves it as it is).
 """
 
 from __future__ import annotations
@@ -55,10 +57,11 @@ class CpuBackend:
     def compile(self, closed: ClosedJaxpr, name: str = "fn", optimize: bool = True):
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
         then its own kernel), for tests and for debugging the passes."""
-        from . import cache
+        from . import cache, heap
         from .executable import CpuExecutable
         from .program import write_program
 
+        heap.keep_freed_memory()
         clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()
