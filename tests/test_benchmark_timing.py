@@ -45,7 +45,7 @@ def test_rows_take_turns_in_rotating_order_and_get_exactly_their_samples():
     assert [len(timing.samples_s) for timing in timings] == [7, 7, 7]
     assert all(isinstance(timing, Timing) for timing in timings)
     # Three rounds, each row's block after the other's, the first row rotating.
-    assert _blocks(log) == list("abc" "bca" "cab")
+    assert _blocks(log) == [*"abc", *"bca", *"cab"]
     # Each block is followed by its row's finish.
     assert log.count("a done") == log.count("b done") == log.count("c done") == 3
 
