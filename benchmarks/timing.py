@@ -113,6 +113,21 @@ def _share(wanted: int, taken: int, rounds_left: int) -> int:
     return max(0, math.ceil((wanted - taken) / rounds_left))
 
 
+def _block(
+    contender: Contender, calls: int, at_least: int, at_most: int, budget_s: float
+) -> list[float]:
+    """One row's samples in one round: ``at_least`` of them, more while the budget lasts."""
+    samples: list[float] = []
+    start = time.perf_counter()
+    while len(samples) < at_least or (
+        len(samples) < at_most and time.perf_counter() - start < budget_s
+    ):
+        if contender.between is not None:
+            contender.between()
+        samples.append(_timed_calls(contender.call, contender.sync, calls) / calls)
+    return samples
+
+
 def measure_in_turns(
     contenders: list[Contender],
     settings: TimingSettings,
@@ -130,6 +145,9 @@ def measure_in_turns(
     spent_s = [0.0] * len(contenders)
     for round_index in range(rounds):
         rounds_left = rounds - round_index
+        # The budget is the row's over all rounds: a row whose samples overran it in
+        # earlier rounds takes only the minimum in this one.
+        budget_s = settings.budget_s * (round_index + 1) / rounds
         for offset in range(len(contenders)):
             index = (round_index + offset) % len(contenders)
             samples, contender = outcomes[index], contenders[index]
@@ -139,21 +157,14 @@ def measure_in_turns(
             try:
                 if round_index == 0 and not single_call_samples:
                     calls[index] = _calls_per_sample(contender, settings)
-                at_least = _share(settings.min_samples, len(samples), rounds_left)
-                at_most = _share(settings.max_samples, len(samples), rounds_left)
-                # The budget is the row's over all rounds: a row whose samples overran it in
-                # earlier rounds takes only the minimum in this one.
-                budget_s = settings.budget_s * (round_index + 1) / rounds - spent_s[index]
-                start, taken = time.perf_counter(), 0
-                while taken < at_least or (
-                    taken < at_most and time.perf_counter() - start < budget_s
-                ):
-                    if contender.between is not None:
-                        contender.between()
-                    samples.append(
-                        _timed_calls(contender.call, contender.sync, calls[index]) / calls[index]
-                    )
-                    taken += 1
+                start = time.perf_counter()
+                samples += _block(
+                    contender,
+                    calls[index],
+                    _share(settings.min_samples, len(samples), rounds_left),
+                    _share(settings.max_samples, len(samples), rounds_left),
+                    budget_s - spent_s[index],
+                )
                 spent_s[index] += time.perf_counter() - start
             except Exception as error:
                 outcomes[index] = error

@@ -281,9 +281,9 @@ def opaque_int(typingctx, value):
         return None
 
     def codegen(context, builder, signature, args):
-        int_type = args[0].type
-        barrier = ir.InlineAsm(ir.FunctionType(int_type, [int_type]), "", "=r,0")
-        return builder.call(barrier, [args[0]])
+        value = context.cast(builder, args[0], signature.args[0], types.intp)
+        barrier = ir.InlineAsm(ir.FunctionType(value.type, [value.type]), "", "=r,0")
+        return builder.call(barrier, [value])
 
     return types.intp(value), codegen
 

@@ -84,7 +84,9 @@ class ReductionWriter(KernelWriter):
         for k in range(outer):
             builder.open_loop(k, parallel=parallel_outer and k == 0)
         passes = self._passes()
-        rereads_rows = outer == 1 and not inner_kept and len(passes) + bool(s_outputs) > 1
+        # Rows that the passes and the epilogue read more than once, split over the cores.
+        prefetch = parallel_outer and outer == 1 and not inner_kept
+        prefetch = prefetch and len(passes) + bool(s_outputs) > 1
         for n, stage in enumerate(passes):
             if inner_kept:
                 self._array_pass(stage, inner, inner_kept)
@@ -92,7 +94,7 @@ class ReductionWriter(KernelWriter):
                 self._chunked_pass(stage, inner)
             else:
                 self._scalar_pass(stage, inner)
-            if n == 0 and parallel_outer and rereads_rows:
+            if n == 0 and prefetch:
                 self._prefetch_rows_ahead()
 
         def reduced_outputs():
