@@ -17,6 +17,8 @@ and be differentiated.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -25,6 +27,10 @@ from numbax.tracer.control_flow import cond
 
 SHAPES = [(3, 4), (4,), (2, 3, 4), (1, 4), (3, 1), ()]
 EDGE_SHAPES = [(0,), (2, 0), (0, 3), (1,), (1, 1)]  # size-0 and size-1 dimensions
+# ``NUMBAX_FUZZ_WIDE=1`` adds rows long enough for the cpu backend's loops of 8 to 256
+# iterations (opaque bounds), and of 1 KiB and more (prefetched rows), beside the others.
+WIDE_SHAPES = [(5, 16), (16,), (2, 3, 16), (9, 64), (64,), (7, 257), (257,)]
+WIDE = os.environ.get("NUMBAX_FUZZ_WIDE", "") == "1"
 SCALARS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0]
 SPECIALS = [0.0, -0.0, np.nan, np.inf, -np.inf]
 
@@ -236,7 +242,7 @@ def inputs(data, dtype, edge_shapes: bool = False) -> list[np.ndarray]:
     """One to three arrays of random shapes (with ``edge_shapes``, size-0 and size-1
     dimensions too), holding NaN, infinities and signed zeros when drawn so."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
-    shapes = SHAPES + EDGE_SHAPES if edge_shapes else SHAPES
+    shapes = SHAPES + (EDGE_SHAPES if edge_shapes else []) + (WIDE_SHAPES if WIDE else [])
     drawn = data.draw(st.lists(st.sampled_from(shapes), min_size=1, max_size=3), label="shapes")
     specials = data.draw(st.booleans(), label="specials")
     arrays = []

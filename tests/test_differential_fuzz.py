@@ -5,6 +5,8 @@ Programs come from ``tests/random_programs.py``: multi-output, matmul epilogues 
 several consumers, NaN/inf/-0.0 inputs, size-0 and size-1 dimensions, float32 and
 float64. The default run is small; ``NUMBAX_FUZZ_EXAMPLES=N`` draws N programs per test
 and backend (thousands for a soak run; Hypothesis prints the failing program's draws).
+``NUMBAX_FUZZ_WIDE=1`` draws rows of up to 257 elements too and runs every cpu kernel on
+all cores, so the loops of long rows and the parallel kernels are fuzzed.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from random_programs import Choices, inputs, program
+from random_programs import WIDE, Choices, inputs, program
 
 import numbax
+from numbax.backends import cpu
 
 EXAMPLES = int(os.environ.get("NUMBAX_FUZZ_EXAMPLES", "6"))
 FUZZ = settings(
@@ -29,6 +33,14 @@ FUZZ = settings(
         HealthCheck.function_scoped_fixture,
     ],
 )
+
+
+@pytest.fixture(autouse=True)
+def _parallel_kernels_when_wide(monkeypatch):
+    if WIDE:
+        monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 16)
+
+
 # Sums reassociate (vectorised and blocked accumulation); nothing else may differ.
 TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4}
 
