@@ -25,7 +25,7 @@ from . import chart, compile_scaling, report
 from .fft import FFT_WORKLOAD_BUILDERS
 from .kernel_workloads import KERNEL_WORKLOAD_BUILDERS
 from .linalg import LINALG_WORKLOAD_BUILDERS
-from .machine import busy_warning, describe, load_average
+from .machine import blas_kernels, busy_warning, describe, load_average
 from .peers import make_peers
 from .runner import FAILED, any_failed, run_suite
 from .timing import TimingSettings
@@ -229,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         results = run_suite(workloads, peers, settings_for(args))
         machine["load_average_end"] = load_average()
+        machine["blas"] = blas_kernels()
 
     print(report.format_table(results, machine, options))
     paths = report.write_outputs(results, machine, options, args.out)

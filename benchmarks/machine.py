@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import shutil
@@ -73,6 +74,47 @@ def _gpu() -> dict | None:
         return None
 
 
+def blas_kernels() -> dict:
+    """Which kernels each OpenBLAS loaded in this process runs (its core type), and the
+    ``OPENBLAS_CORETYPE`` that chose them if one was set: a matrix product's speed depends
+    on it (a float32 product ran twice as fast with OpenBLAS's AVX-512 kernels as with its
+    AVX2 ones on one machine). Read after the run, when NumPy's and SciPy's are loaded."""
+    libraries = {}
+    for path in _loaded_libraries():
+        name = os.path.basename(path)
+        if "openblas" not in name.lower():
+            continue
+        try:
+            library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        except OSError:
+            continue
+        corename = _openblas_corename(library)
+        if corename is not None:
+            libraries[name.split(".so")[0]] = corename
+    return {"openblas": libraries, "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
+
+
+def _openblas_corename(library) -> str | None:
+    """``openblas_get_corename`` under the names NumPy's and SciPy's builds give it."""
+    for prefix in ("scipy_openblas_", "openblas_"):
+        for suffix in ("", "64_"):
+            corename = getattr(library, f"{prefix}get_corename{suffix}", None)
+            if corename is not None:
+                corename.restype = ctypes.c_char_p
+                return corename().decode()
+    return None
+
+
+def _loaded_libraries() -> list[str]:
+    """The shared libraries mapped into this process (Linux); none elsewhere."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if ".so" in line}
+    except OSError:
+        return []
+    return sorted(path for path in paths if path.startswith("/"))
+
+
 def load_average() -> float | None:
     """The 1-minute load average: other work on the machine competing for its cores."""
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -132,4 +174,11 @@ def software_line(machine: dict) -> str:
     shown = ("numpy", "numba")
     versions += [f"{label} {v}" for label, v in machine["peers"].items() if label not in shown]
     versions += [f"{label}: {why}" for label, why in machine["peers_missing"].items()]
+    blas = machine.get("blas")
+    if blas and blas["openblas"]:
+        kernels = sorted(set(blas["openblas"].values()))
+        text = f"OpenBLAS kernels {'/'.join(kernels)}"
+        if blas["OPENBLAS_CORETYPE"]:
+            text += f" (OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE']} in the environment)"
+        versions.append(text)
     return ", ".join(versions)
