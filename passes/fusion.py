@@ -12,7 +12,8 @@ A merge happens only if ``classify`` accepts the merged equations as one kernel 
 the merge makes no cycle between kernels (a path from one to the other through a third
 kernel would need the third to run both before and after the merged one). Nothing is
 ever duplicated here: an expensive producer read by two kernels stays in one of them
-and its result goes through memory. Cheap producers were already copied per consumer by
+and its result goes through memory. Cheap producers were already copied per consumer, and
+a few windows of a cheap value recomputed from windows of its operands, by
 ``broadcasts``. Control flow (``cond``, ``while``, ``scan``) stays as it is, with its
 bodies fused.
 
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern, has_side_effects
-from .broadcasts import copy_cheap_producers, hoist_broadcasts
+from .broadcasts import copy_cheap_producers, hoist_broadcasts, sink_windows
 from .dce import eliminate_dead_code
 from .fusion_order import ListOrder
 from .kernels import (
@@ -60,6 +61,7 @@ def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
 
 def fuse(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
     counts = Counter() if counts is None else counts
+    jaxpr = eliminate_dead_code(sink_windows(jaxpr))
     jaxpr = eliminate_dead_code(hoist_broadcasts(jaxpr))
     jaxpr = eliminate_dead_code(copy_cheap_producers(jaxpr))
     jaxpr = eliminate_dead_code(copy_views(jaxpr))

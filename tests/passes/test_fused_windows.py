@@ -69,6 +69,32 @@ def laplacian_of_laplacian(a):
     return inner[1:] - inner[:-1]
 
 
+def laplacian_then_five_points(a):
+    inner = 4.0 * a[1:-1, 1:-1] - (a[2:, 1:-1] + a[:-2, 1:-1] + a[1:-1, 2:] + a[1:-1, :-2])
+    neighbours = inner[2:, 1:-1] + inner[:-2, 1:-1] + inner[1:-1, 2:] + inner[1:-1, :-2]
+    return inner[1:-1, 1:-1] + neighbours
+
+
+def strided_windows_of_windows(a):
+    # Strided windows of a value computed from strided windows: y[1::2, ::2] reads rows 2
+    # and 6 of a[:8:2] (a[2:7:4]) and columns 1, 3 and 5 of a[:, 1:] (a[:, 1:6:2]).
+    y = a[:8:2, 1:] * 2.0 - a[1::2, :-1] ** 2
+    return y[1::2, ::2] - y[:-1:2, 1::2]
+
+
+def hdiff_like(a):
+    """Three levels: a Laplacian, limited differences of it, their differences."""
+    lap = 4.0 * a[1:-1, 1:-1] - (a[2:, 1:-1] + a[:-2, 1:-1] + a[1:-1, 2:] + a[1:-1, :-2])
+    flux = lap[1:, 1:-1] - lap[:-1, 1:-1]
+    flux = np.where(flux * (a[2:-1, 2:-2] - a[1:-2, 2:-2]) > 0, 0.0, flux)
+    return a[2:-2, 2:-2] - 0.1 * (flux[1:] - flux[:-1])
+
+
+def window_of_an_output(a):
+    y = a * 2.0 + 1.0
+    return y, y[1:] - y[:-1]
+
+
 def relax(path):
     def body(k, path):
         return np.minimum(path, path[:, k][:, None] + path[k][None, :])
@@ -102,6 +128,9 @@ CASES = {
     "heat": (heat, (CUBE,), heat),
     "strided_and_reduced": (strided_and_reduced, (A,), strided_and_reduced),
     "laplacian_of_laplacian": (laplacian_of_laplacian, (A,), laplacian_of_laplacian),
+    "laplacian_then_five_points": (laplacian_then_five_points, (A,), laplacian_then_five_points),
+    "strided_windows_of_windows": (strided_windows_of_windows, (A,), strided_windows_of_windows),
+    "hdiff_like": (hdiff_like, (A,), hdiff_like),
     "relax": (relax, (np.abs(A[:7]),), numpy_relax),
     "columns": (columns, (A, A[0]), numpy_columns),
 }
@@ -138,11 +167,32 @@ def test_a_stencil_is_one_loop_kernel():
         assert len(loops) == 1 and loops[0].params["kind"] == "elementwise"
 
 
-def test_a_window_of_a_computed_value_reads_it_from_memory():
-    """The slice cannot read a value its own loop computes: two kernels, no copy."""
-    fused = fused_and_checked(laplacian_of_laplacian, A)
+@pytest.mark.parametrize(
+    "fn", [laplacian_of_laplacian, strided_windows_of_windows, hdiff_like], ids=lambda f: f.__name__
+)
+def test_a_few_windows_of_a_cheap_value_recompute_it(fn):
+    """Each window of the Laplacian is computed from windows of ``a``: one loop kernel that
+    reads only ``a``, no copy, and no Laplacian stored."""
+    fused = fused_and_checked(fn, A)
+    loops = [k for k in kernels(fused) if k.params["kind"] != "opaque"]
+    assert len(loops) == 1 and loops[0].params["kind"] == "elementwise"
+    assert copies(fused) == []
+    assert [v.aval.shape for v in loops[0].inputs] == [A.shape]
+
+
+def test_many_windows_of_a_computed_value_read_it_from_memory():
+    """Five windows of the Laplacian would recompute it five times: it is stored by one
+    loop kernel and its windows are read in place by the next, with no copy."""
+    fused = fused_and_checked(laplacian_then_five_points, A)
     loops = [k for k in kernels(fused) if k.params["kind"] == "elementwise"]
     assert len(loops) == 2 and copies(fused) == []
+
+
+def test_a_value_the_program_returns_is_not_recomputed_for_its_windows():
+    fused = fused_and_checked(window_of_an_output, A)
+    loops = [k for k in kernels(fused) if k.params["kind"] != "opaque"]
+    multiplies = [e for k in loops for e in k.params["jaxpr"].eqns if e.prim.name == "mul"]
+    assert len(multiplies) == 1 and copies(fused) == []
 
 
 def test_broadcast_windows_make_one_kernel_per_relaxation():
