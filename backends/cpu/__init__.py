@@ -29,11 +29,12 @@ from ...ir.core import ClosedJaxpr
 from ..compile_stats import CompileStats, Stopwatch
 
 # How the libraries this backend drives use threads, unless the user set it: the backend
-# parallelises with Numba's prange and splits large matrix products itself, so the BLAS
-# that Numba calls runs single-threaded, and OpenMP threads sleep when idle instead of
-# spinning (on a machine with as many threads as cores, a spinning thread delays the
-# others, and a woken one answered after milliseconds). Both are read when the libraries
-# load, on the first compile, so they are set here, before Numba is imported.
+# parallelises with Numba's prange and raises BLAS's thread count only for the call of a
+# large matrix product (contraction.py), so the BLAS that Numba calls runs single-threaded
+# otherwise, and OpenMP threads sleep when idle instead of spinning (on a machine with as
+# many threads as cores, a spinning thread delays the others, and a woken one answered
+# after milliseconds). Both are read when the libraries load, on the first compile, so
+# they are set here, before Numba is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 

@@ -8,10 +8,13 @@ transposed, which BLAS reads without a copy; any other order is copied once by
 which is exactly ``dot_general``'s output layout, so it is only reshaped.
 
 BLAS runs single-threaded inside compiled code (the backend sets OPENBLAS_NUM_THREADS=1
-for the BLAS Numba loads, unless the user chose otherwise): a large product is split into
-blocks of rows over the backend's own threads instead. BLAS's own thread pool would
-oversubscribe the cores next to ours, and waking it costs milliseconds per call on some
-machines, more than a small product takes.
+for the BLAS Numba loads, unless the user chose otherwise): BLAS's own thread pool would
+oversubscribe the cores next to ours in parallel kernels, and waking it for a small
+product costs more than the product. A large product (``PARALLEL_FLOPS``) is one call on
+as many of OpenBLAS's threads as Numba has (``blas.threaded_dot``), which share the packed
+operands; where the BLAS is not an OpenBLAS whose threads can be set, it is split into
+blocks of rows, one single-threaded call per thread. Either way a fused epilogue runs in
+the blocks of rows of one ``prange``.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from ...ir.core import ShapedArray
 from .loopnest import tuple_source
 from .scalar import dtype_source
 
-# Products of at least this many flops are split into blocks of rows, one per thread.
+# Products of at least this many flops run on all threads.
 PARALLEL_FLOPS = 1 << 23
 MIN_ROWS = 32
+BLAS_MODULE = "numbax.backends.cpu.blas"
+IMPORTS = {BLAS_MODULE: ("nbx_blas", "from numbax.backends.cpu import blas as nbx_blas")}
 
 
 def _operand(name, aval: ShapedArray, batch, free, contract, fresh, lines) -> tuple[str, bool]:
@@ -82,8 +87,10 @@ def write_dot(
         )
         return lines + reshape, False
     lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
-    parallel = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS and rows >= 2 * MIN_ROWS
-    if parallel and left_t:  # rows of a transposed operand are not contiguous: copy it
+    large = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS
+    threaded = large and _threaded_blas()  # BLAS splits the product as it sees fit
+    parallel = threaded or (large and rows >= 2 * MIN_ROWS)
+    if parallel and left_t and not threaded:  # a transposed operand's rows are not contiguous
         rows_first = fresh(f"{lhs}_rows")
         lines.append(f"{rows_first} = np.ascontiguousarray({left}.transpose((0, 2, 1)))")
         left, left_t = rows_first, False
@@ -92,23 +99,39 @@ def write_dot(
     if not parallel:
         lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
         return lines + reshape, False
-    program.parallel = True
     blocks, step = _row_blocks(rows)
     block, low = fresh("block"), fresh("low")
-    rows_block = f"{low}:{low} + {step}"
-    body = [
-        f"{low} = {block} * {step}",
-        f"np.dot({left}[{b}, {rows_block}], {right_b}, {product}[{b}, {rows_block}])",
-    ]
+    body = [f"{low} = {block} * {step}"]
+    if threaded:
+        dot = program.function(BLAS_MODULE, "threaded_dot")
+        operands = f"{_matrix(left, left_t, b)}, {right_b}, {product}[{b}]"
+        lines.append(f"{indent}{dot}({operands}, {_threads()})")
+    else:
+        rows_block = f"{low}:{low} + {step}"
+        body.append(f"np.dot({left}[{b}, {rows_block}], {right_b}, {product}[{b}, {rows_block}])")
     finish = None
     if batch == 1 and in_block is not None and out_aval.shape:
         finish = in_block(low, f"min({low} + {step}, {rows})")
     if finish is not None:  # the product's rows are named before the threads fill them
         lines += reshape
         reshape = []
-    lines.append(f"{indent}for {block} in prange({blocks}):")
-    lines += [f"{indent}    {line}" for line in body + (finish or [])]
+    if finish is not None or not threaded:
+        program.parallel = True
+        lines.append(f"{indent}for {block} in prange({blocks}):")
+        lines += [f"{indent}    {line}" for line in body + (finish or [])]
     return lines + reshape, finish is not None
+
+
+def _threaded_blas() -> bool:
+    from . import blas  # loads SciPy's BLAS: only once a program has a large product
+
+    return blas.AVAILABLE
+
+
+def _threads() -> int:
+    from numba import config  # the thread count is part of the program, so of its cache key
+
+    return config.NUMBA_NUM_THREADS
 
 
 def _batch_loop(batch: int, fresh, lines: list[str]) -> tuple[str, str]:
@@ -122,11 +145,9 @@ def _batch_loop(batch: int, fresh, lines: list[str]) -> tuple[str, str]:
 
 
 def _row_blocks(rows: int) -> tuple[int, int]:
-    """One block of rows per thread (blocks, rows per block): each is a single-threaded
-    BLAS call (see the module doc)."""
-    from numba import config  # the thread count is part of the program, so of its cache key
-
-    blocks = max(1, min(config.NUMBA_NUM_THREADS, rows // MIN_ROWS))
+    """One block of rows per thread (blocks, rows per block): a single-threaded BLAS call
+    each where the product is split, and the epilogue's rows (see the module doc)."""
+    blocks = max(1, min(_threads(), rows // MIN_ROWS))
     return blocks, -(-rows // blocks)
 
 

@@ -32,6 +32,7 @@ from ...passes.memory import Liveness, makes_view
 from .. import source as escape
 from . import (
     callbacks,
+    contraction,
     control,
     fft,
     intrinsics,
@@ -64,6 +65,7 @@ IMPORTS = {
     scalar.INTRINSICS: ("nbx", "from numbax.backends.cpu import intrinsics as nbx"),
     scalar.NARROW_FLOATS: ("nf", "from numbax.backends.cpu import narrow_floats as nf"),
     **callbacks.IMPORTS,
+    **contraction.IMPORTS,
     **linalg.IMPORTS,
     **sorting.IMPORTS,
     **fft.IMPORTS,

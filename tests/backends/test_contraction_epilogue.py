@@ -1,7 +1,8 @@
-"""A contraction's epilogue runs inside the blocks of rows its product is split into.
+"""A contraction's epilogue runs inside the blocks of rows of its product (split into them,
+or computed by one call on BLAS's threads just before).
 
-With the thresholds lowered so that every float product is split into blocks of rows
-(one per thread), each program below is compiled by the cpu backend and checked against
+With the thresholds lowered so that every float product is large (run on all threads,
+with blocks of rows as small as one), each program below is compiled by the cpu backend and checked against
 the interpreter; the generated source shows where the epilogue went. Epilogues that read
 the product only at the point they write, over the product's rows outermost, run in the
 product's ``prange`` (one parallel region); the others (a batched product, a product
@@ -27,7 +28,7 @@ def blocks(monkeypatch):
 
 def _programs(x, w, b, y3, v):
     relu = np.maximum(x @ w + b, 0.0)  # bias and relu, rows and columns merged
-    update = w - 0.1 * (x.T @ relu)  # a transposed lhs: its rows copied contiguous
+    update = w - 0.1 * (x.T @ relu)  # a transposed lhs (copied contiguous for row blocks)
     two_masks = (x @ w > 0.0, x @ w == 0.0)  # boolean outputs
     leading = np.tanh(np.einsum("abk,kc->abc", y3, v))  # two row dims and a column dim
     transposed = (x @ w).T + 1.0  # reads the product transposed: after the blocks
