@@ -194,7 +194,8 @@ def _other(data, values):
     if x.ndim == 0:
         return cond(x > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
     op = data.draw(st.sampled_from(
-        ["argmax", "arange", "take", "cumsum", "concat", "slice", "cond", "int", "compare"]
+        ["argmax", "arange", "take", "cumsum", "concat", "slice", "stencil", "strided", "cond",
+         "int", "compare"]
     ))  # fmt: skip
     if x.shape[-1] == 0 and op in ("argmax", "take"):
         op = "cumsum"  # NumPy refuses both on an empty axis
@@ -210,6 +211,10 @@ def _other(data, values):
         return np.concatenate([x, -x], axis=-1)
     if op == "slice":
         return x[..., 1:] if x.shape[-1] > 1 else x[..., :1]
+    if op == "stencil":  # two windows of one value: fusion may recompute it for each
+        return x[..., 1:] * 0.5 - x[..., :-1] if x.shape[-1] > 1 else x
+    if op == "strided":
+        return x[..., ::2] + x[..., 1::2][..., :1] if x.shape[-1] > 1 else x
     if op == "cond":
         return cond(x.sum() > 0, lambda v: np.tanh(v), lambda v: v * 0.5, x)
     if op == "int":
