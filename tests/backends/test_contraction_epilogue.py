@@ -2,11 +2,11 @@
 or computed by one call on BLAS's threads just before).
 
 With the thresholds lowered so that every float product is large (run on all threads,
-with blocks of rows as small as one), each program below is compiled by the cpu backend and checked against
-the interpreter; the generated source shows where the epilogue went. Epilogues that read
-the product only at the point they write, over the product's rows outermost, run in the
-product's ``prange`` (one parallel region); the others (a batched product, a product
-read broadcast to a larger shape) run after it, as before.
+with blocks of rows as small as one), each program below is compiled by the cpu backend
+and checked against the interpreter; the generated source shows where the epilogue went.
+Epilogues that read the product only at the point they write, over the product's rows
+outermost, run in the product's ``prange`` (one parallel region); the others (a batched
+product, a product read broadcast to a larger shape) run after it, as before.
 """
 
 from __future__ import annotations
