@@ -20,6 +20,7 @@ import builtins
 import functools
 import keyword
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -76,6 +77,8 @@ _RESERVED = (
     | {"np", "nt", "njit", "prange", "SIGNATURE"}
     | {alias for alias, _ in IMPORTS.values()}
 )
+# A run of an odd number of underscores: no name Numba makes for a variable has one.
+_ODD_UNDERSCORES = re.compile(r"(?<!_)_(__)*(?!_)")
 # Ops whose result is a view of their operand: the operand must not share a buffer.
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 
@@ -157,8 +160,19 @@ class _ProgramWriter:
         return self.names[var]
 
     def fresh(self, prefix: str) -> str:
+        """A new local name: ``prefix``, a separator and a count.
+
+        Numba renames the second assignment of a variable ``x`` to ``x.1`` (never
+        ``x.0``), and its parallel lowering spells that ``x_1``, each underscore of ``x``
+        doubled; a local already named ``x_1`` breaks the lowering (``key already in
+        dictionary``). Those spellings end in a run of an even number of underscores,
+        then ``_`` and digits. So after the first name (``x_0``), a prefix without an odd
+        run of underscores (a value's name, a loop letter) takes two: ``x__1`` is never a
+        renamed variable's spelling; ``carry_0_1`` and ``in__1`` are not either."""
+        count = self.counts[prefix]
         self.counts[prefix] += 1
-        return f"{prefix}_{self.counts[prefix] - 1}"
+        separator = "_" if count == 0 or _ODD_UNDERSCORES.search(prefix) else "__"
+        return f"{prefix}{separator}{count}"
 
     def constant(self, value, dtype) -> str:
         dtype = np.dtype(dtype)

@@ -446,6 +446,26 @@ def test_unfused_programs_compile_eqn_by_eqn(rng):
     assert_matches(list(executable(x)), expected)
 
 
+def test_a_value_each_branch_assigns_is_read_by_parallel_kernels(parallel, rng):
+    """Both branches of a ``cond`` assign its result, so Numba renames the second
+    assignment (``d.1``) and the merged value (``d.2``), and its parallel lowering spells
+    them ``d_1`` and ``d_2``. The loops reading ``d`` in three kernels once had locals of
+    those names too, and Numba's lowering failed (``key already in dictionary``)."""
+
+    def program(flag, x):
+        y = numbax.cond(flag > 0, lambda v: v * 2.0, np.tanh, x)
+        return (
+            np.sum(np.sin(y), axis=0),
+            np.max(np.cos(y), axis=1),
+            np.sum(np.exp(y)),
+            np.min(y * 3.0, axis=0),
+        )
+
+    x = rng.standard_normal((64, 64))
+    for flag in (1, 0):
+        check(program, np.int32(flag), x)
+
+
 def test_memory_plan_buffers_are_reused(rng):
     def program(x):
         for _ in range(4):
