@@ -25,6 +25,7 @@ from .backends.source import identifier
 from .config import config
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.errors import (
+    InternalCompilerError,
     NumbaxError,
     ProgramSizeWarning,
     StaticArgumentError,
@@ -608,12 +609,33 @@ class Lowered:
 
 def _compile_closed(closed: ClosedJaxpr, backend_name: str, name: str, why: str = "(lowered)"):
     """``why``: what the compile log says of the trace this program came from."""
-    executable = backends.get_backend(backend_name).compile(closed, name=name)
+    backend = backends.get_backend(backend_name)
+    try:
+        executable = backend.compile(closed, name=name)
+    except (NumbaxError, MemoryError):
+        raise
+    except Exception as error:  # noqa: BLE001 - a backend failing on numbax's own program
+        raise _internal_error(closed, backend_name, name, error) from error
     if config.log_compiles:
         compile_log.log_compile(name, why, backend_name, executable)
     if config.dump_dir and hasattr(executable, "source"):
         _dump_source(config.dump_dir, name, backend_name, executable.source)
     return executable
+
+
+def _internal_error(closed: ClosedJaxpr, backend_name: str, name: str, error: Exception):
+    """The clear error for a backend that failed on the program numbax generated."""
+    failure = f"{type(error).__name__}: {str(error).strip()}".splitlines()[0][:300]
+    traced_at = next((e.source_info for e in closed.jaxpr.eqns if e.source_info), None)
+    return InternalCompilerError(
+        at_line(
+            f"numbax failed to compile {name!r} on the {backend_name} backend ({failure}). "
+            "The program traced correctly: this is a bug in numbax, not in your code; "
+            "please report it with the program (`f.lower(*args).source()` shows the code "
+            "generated for it). Until then jit(..., backend='interpret') runs it.",
+            traced_at,
+        )
+    )
 
 
 def _dump_source(directory: str, name: str, backend_name: str, source: str) -> None:

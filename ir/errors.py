@@ -98,6 +98,12 @@ class BatchingError(NumbaxError, ValueError):
     """``vmap`` given inconsistent axes or sizes, or a primitive it cannot batch."""
 
 
+class InternalCompilerError(NumbaxError, RuntimeError):
+    """A backend failed on a program numbax generated from a valid trace: a numbax bug,
+    never the user's. The message names the function, the failure and what to run
+    instead; the backend's own error is chained as its ``__cause__``."""
+
+
 class NumbaxWarning(UserWarning):
     """Base class of every warning numbax gives."""
 

@@ -135,6 +135,31 @@ def test_a_users_own_exception_keeps_its_traceback():
     assert not getattr(info.value, "__notes__", None)
 
 
+def test_a_backend_failing_on_a_traced_program_is_a_numbax_error(compiled_backend, monkeypatch):
+    """A backend that fails on a program that traced (Numba's lowering once asserted on
+    two locals' names) raises numbax's error: it names the function, the backend, the
+    failure, the user's line and the way round it, and chains the backend's error."""
+    backend = numbax.backends.get_backend(compiled_backend)
+
+    def fails(closed, name="fn"):
+        raise AssertionError("key already in dictionary: 'p_2'")
+
+    monkeypatch.setattr(backend, "compile", fails)
+
+    def scaled_sine(x):
+        return np.sin(x) * 2.0  # the program's first line
+
+    with pytest.raises(numbax.InternalCompilerError) as info:
+        numbax.jit(scaled_sine, backend=compiled_backend)(np.ones(3))
+    message = str(info.value)
+    assert f"'scaled_sine' on the {compiled_backend} backend" in message
+    assert "AssertionError: key already in dictionary: 'p_2'" in message
+    assert "backend='interpret'" in message and ".source()" in message
+    file, line = line_of(scaled_sine, "the program's first line")
+    assert f"{file}:{line}" in message
+    assert isinstance(info.value.__cause__, AssertionError)
+
+
 def test_filtering_option_reads_the_environment(monkeypatch):
     monkeypatch.setenv("NUMBAX_TRACEBACK_FILTERING", "off")
     assert not type(config)().traceback_filtering
