@@ -214,14 +214,16 @@ class KernelWriter:
         """Where the kernel stores its output ``top``: ``array`` when given, else straight
         into the window of the update that takes ``top`` where the memory plan proves
         nothing reads the old values there (``Liveness.window_stores``; the update then
-        writes nothing, ``program.windows_written``), else an array of its own."""
+        writes nothing, ``program.windows_written``), else an array of its own. An
+        update of a value of one element held as a scalar (``scalar_values``) has no
+        memory to store into: its kernel makes its own."""
         program = self.program
         shape = top.aval.shape
         liveness, _ = program.place
         index = liveness.window_stores.get(top)
-        if array is not None or index is None:
+        window = None if index is None else update_window(liveness.eqns[index])
+        if array is not None or window is None or program.is_scalar(window.operand):
             return Use(array or program.allocate(top), shape, identity_mapping(shape))
-        window = update_window(liveness.eqns[index])
         starts = []
         for d, atom in enumerate(window.starts):
             start = window.static_start(d)

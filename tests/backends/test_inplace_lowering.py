@@ -255,6 +255,20 @@ def row_windows(a):
     return updated, block * 2.0, first + a[2:].sum(axis=0)
 
 
+def one_element_rows(x):
+    """The derivative of a loop updating the row at its index of a (1, 1) carry: the
+    backward loop's updates write into zeros of one element, a value the cpu backend
+    holds as a scalar, where its kernels once stored as into an array."""
+
+    def loss(x):
+        def body(i, c):
+            return c.at[i % c.shape[0]].set(c[i % c.shape[0]] * 0.5 + 1.0)
+
+        return (numbax.fori_loop(0, 3, body, np.tanh(x)) * 1.5).sum()
+
+    return numbax.grad(loss)(x)
+
+
 def x5():
     return rng.standard_normal(5)
 
@@ -279,6 +293,7 @@ CASES = {
     "refused_window_stores": (refused_window_stores, lambda: (rng.random(5), rng.random(2))),
     "offset_stencils": (offset_stencils, lambda: (rng.random(8), rng.random(8))),
     "row_windows": (row_windows, lambda: (rng.random((6, 5)),)),
+    "one_element_rows": (one_element_rows, lambda: (rng.random((1, 1)),)),
     "window_stores_in_a_loop": (
         window_stores_in_a_loop,
         lambda: (rng.random(6), rng.random((4, 5)), rng.random((4, 5)), rng.random((3, 6))),
