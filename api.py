@@ -625,7 +625,9 @@ def _compile_closed(closed: ClosedJaxpr, backend_name: str, name: str, why: str 
 
 def _internal_error(closed: ClosedJaxpr, backend_name: str, name: str, error: Exception):
     """The clear error for a backend that failed on the program numbax generated."""
-    failure = f"{type(error).__name__}: {str(error).strip()}".splitlines()[0][:300]
+    # Numba's first line names only the stage that failed: the two after it say what.
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    failure = f"{type(error).__name__}: {' '.join(lines[:3])}"[:300]
     traced_at = next((e.source_info for e in closed.jaxpr.eqns if e.source_info), None)
     return InternalCompilerError(
         at_line(
