@@ -96,12 +96,13 @@ def blas_kernels() -> dict:
 
 def _openblas_corename(library) -> str | None:
     """``openblas_get_corename`` under the names NumPy's and SciPy's builds give it."""
-    for prefix in ("scipy_openblas_", "openblas_"):
-        for suffix in ("", "64_"):
-            corename = getattr(library, f"{prefix}get_corename{suffix}", None)
-            if corename is not None:
-                corename.restype = ctypes.c_char_p
-                return corename().decode()
+    from numbax.backends.cpu.blas import openblas_names  # loaded after the run: SciPy's BLAS
+
+    for name in openblas_names("get_corename"):
+        corename = getattr(library, name, None)
+        if corename is not None:
+            corename.restype = ctypes.c_char_p
+            return corename().decode()
     return None
 
 

@@ -25,12 +25,19 @@ from numba import njit, types
 from numba.extending import get_cython_function_address
 
 _JIT = {"error_model": "numpy", "no_cfunc_wrapper": True, "cache": True}
-_NAMES = [
-    (f"{prefix}{verb}_num_threads{suffix}", verb)
-    for prefix in ("scipy_openblas_", "openblas_")
-    for suffix in ("", "64_")
-    for verb in ("get", "set")
-]
+
+
+def openblas_names(function: str) -> list[str]:
+    """The names OpenBLAS's ``function`` has in SciPy's and NumPy's builds and in
+    OpenBLAS's own, with 32- and 64-bit integers."""
+    return [
+        f"{prefix}{function}{suffix}"
+        for prefix in ("scipy_openblas_", "openblas_")
+        for suffix in ("", "64_")
+    ]
+
+
+_NAMES = [(name, verb) for verb in ("get", "set") for name in openblas_names(f"{verb}_num_threads")]
 
 
 class _DlInfo(ctypes.Structure):
