@@ -6,9 +6,10 @@ A program is drawn while it runs: each step picks an operation and operands amon
 values computed so far (elementwise maths, broadcasting, scalar and array constants,
 NaN-sensitive identities, reductions over random axes, reshapes, transposes, matmuls and
 matmul epilogues read by several consumers, selects, nested jit calls, integer and
-boolean detours, indexing, ``cond``), and it returns one to three outputs, an input or a
-repeated output among them. Inputs are float32 or float64, sometimes with size-0 and
-size-1 dimensions, and sometimes hold NaN, infinities and signed zeros.
+boolean detours, indexing, ``cond``, ``fori_loop`` bodies updating their carry in place),
+and it returns one to three outputs, an input or a repeated output among them. Inputs are
+float32 or float64, sometimes with size-0 and size-1 dimensions, and sometimes hold NaN,
+infinities and signed zeros.
 
 The choices are recorded on the first run and replayed on every later one
 (:class:`Choices`), so the same program can run under plain NumPy, be traced by ``jit``
@@ -23,7 +24,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import numbax
-from numbax.tracer.control_flow import cond
+from numbax.tracer.control_flow import cond, fori_loop
 
 SHAPES = [(3, 4), (4,), (2, 3, 4), (1, 4), (3, 1), ()]
 EDGE_SHAPES = [(0,), (2, 0), (0, 3), (1,), (1, 1)]  # size-0 and size-1 dimensions
@@ -222,7 +223,44 @@ def _other(data, values):
     return np.where((x > 0.5) | (x < -0.5), x, 0.0).astype(x.dtype)
 
 
-STEPS = [_unary, _binary, _with_constant, _reduction, _layout, _matmul, _shared_product, _other]
+def _loop(data, values):
+    """A ``fori_loop`` carrying a value through drawn updates, in place as NumPy writes
+    them (a window from its neighbour, a three-point stencil, the row at the loop index)
+    or not (scaling, a value from outside the loop): the loops that update their carry
+    in place and fuse their body."""
+    x = _pick(data, values)
+    outside = _pick(data, [v for v in values if _fits(v.shape, x.shape)], "outside")
+    trips = data.draw(st.integers(0, 4), label="trips")
+    kinds = ["scale", "outside", "window", "stencil", "row"]
+    updates = data.draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3), label="body")
+
+    def body(i, c):
+        c = c.copy()
+        for update in updates:
+            if update == "window" and c.ndim and c.shape[-1] > 1:
+                c[..., 1:] = c[..., :-1] * 0.5 + c[..., 1:]
+            elif update == "stencil" and c.ndim and c.shape[-1] > 2:
+                c[..., 1:-1] = (c[..., :-2] + c[..., 2:]) * 0.5
+            elif update == "row" and c.ndim and c.shape[0]:
+                row = i % c.shape[0]
+                c[row] = c[row] * 0.5 + 1.0
+            elif update == "outside":
+                c = c * 0.5 + outside
+            else:
+                c = c * 0.5 + 1.0
+        return c
+
+    return fori_loop(0, trips, body, x)
+
+
+def _fits(s, t) -> bool:
+    """Whether shape ``s`` broadcasts to shape ``t`` (leaving ``t`` as it is)."""
+    return _broadcastable(s, t) and np.broadcast_shapes(s, t) == tuple(t)
+
+
+STEPS = [
+    _unary, _binary, _with_constant, _reduction, _layout, _matmul, _shared_product, _other, _loop
+]  # fmt: skip
 
 
 def program(data, n_steps: int, max_outputs: int = 2):

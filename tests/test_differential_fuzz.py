@@ -103,3 +103,67 @@ def test_random_program_gradients_equal_the_interpreter(compiled_backend, data):
         through = numbax.grad(numbax.jit(loss, backend=compiled_backend), argnums=argnums)
         for got in (staged(*arrays), through(*arrays)):
             _assert_matches(got, want, dtype, compiled_backend)
+
+
+def _draw_batch(data, arrays, dtype):
+    """Three examples of ``arrays`` for ``vmap``: each input batched along a random axis
+    or shared (``in_axes=None``), the examples different from each other (the inputs, a
+    scaled copy, fresh values). The in_axes, the batched arguments, and the arguments of
+    each example."""
+    shared = [data.draw(st.booleans(), label="shared") for _ in arrays]
+    shared[data.draw(st.integers(0, len(arrays) - 1), label="batched input")] = False
+    axes = [
+        None if is_shared else data.draw(st.integers(0, array.ndim), label="batch axis")
+        for array, is_shared in zip(arrays, shared, strict=True)
+    ]
+    rng = np.random.default_rng(len(arrays))
+    examples = [
+        [array, np.asarray(array * -0.5 + 0.25, dtype), rng.standard_normal(array.shape)]
+        for array in arrays
+    ]
+    examples = [[np.asarray(example, dtype) for example in rows] for rows in examples]
+    batched = [
+        array if axis is None else np.stack(rows, axis=axis)
+        for array, rows, axis in zip(arrays, examples, axes, strict=True)
+    ]
+    inputs = list(zip(arrays, examples, axes, strict=True))
+    each = [[array if axis is None else rows[k] for array, rows, axis in inputs] for k in range(3)]
+    return axes, batched, each
+
+
+def _stacked(results):
+    """The examples' results (tuples of arrays), each output stacked along a new axis 0."""
+    return [np.stack(outputs) for outputs in zip(*results, strict=True)]
+
+
+@FUZZ
+@given(data=st.data())
+def test_random_programs_under_vmap_equal_numpy_on_each_example(backend, data):
+    """``jit(vmap(program))`` over three examples against NumPy running it on each."""
+    replayed, arrays, _, dtype = _draw_program(data)
+    axes, batched, each = _draw_batch(data, arrays, dtype)
+    with np.errstate(all="ignore"):
+        expected = _stacked([replayed(*args) for args in each])
+        got = numbax.jit(numbax.vmap(replayed, in_axes=axes), backend=backend)(*batched)
+    _assert_matches(got, expected, dtype, backend)
+
+
+@FUZZ
+@given(data=st.data())
+def test_random_program_per_example_gradients_equal_the_interpreter(compiled_backend, data):
+    """``jit(vmap(grad))`` over three examples against ``grad`` evaluated eagerly by the
+    reference implementations on each, for a loss reading every output."""
+    replayed, arrays, expected, dtype = _draw_program(data)
+    axes, batched, each = _draw_batch(data, arrays, dtype)
+    rng = np.random.default_rng(len(arrays))
+    weights = [rng.standard_normal(np.shape(out)).astype(dtype) for out in expected]
+
+    def loss(*args):
+        outputs = replayed(*args)
+        return sum(np.sum(out * w) for out, w in zip(outputs, weights, strict=True))
+
+    gradient = numbax.grad(loss, argnums=tuple(range(len(arrays))))
+    with np.errstate(all="ignore"):
+        want = _stacked([gradient(*args) for args in each])
+        per_example = numbax.jit(numbax.vmap(gradient, in_axes=axes), backend=compiled_backend)
+        _assert_matches(per_example(*batched), want, dtype, compiled_backend)
