@@ -227,14 +227,15 @@ def _loop(data, values):
     """A ``fori_loop`` carrying a value through drawn updates, in place as NumPy writes
     them (a window from its neighbour, a three-point stencil, the row at the loop index)
     or not (scaling, a value from outside the loop): the loops that update their carry
-    in place and fuse their body."""
+    in place and fuse their body. Sometimes it carries two values and swaps them each
+    step, the updated one first, and returns both."""
     x = _pick(data, values)
     outside = _pick(data, [v for v in values if _fits(v.shape, x.shape)], "outside")
     trips = data.draw(st.integers(0, 4), label="trips")
     kinds = ["scale", "outside", "window", "stencil", "row"]
     updates = data.draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3), label="body")
 
-    def body(i, c):
+    def updated(i, c):
         c = c.copy()
         for update in updates:
             if update == "window" and c.ndim and c.shape[-1] > 1:
@@ -250,7 +251,10 @@ def _loop(data, values):
                 c = c * 0.5 + 1.0
         return c
 
-    return fori_loop(0, trips, body, x)
+    if data.draw(st.booleans(), label="two carries swapped"):
+        pair = fori_loop(0, trips, lambda i, cd: (updated(i, cd[1]), cd[0]), (x, x * 0.25))
+        return list(pair)
+    return fori_loop(0, trips, updated, x)
 
 
 def _fits(s, t) -> bool:
