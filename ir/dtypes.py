@@ -61,8 +61,9 @@ def canonicalize(dtype) -> np.dtype:
             "bfloat16 needs the ml_dtypes package (pip install ml_dtypes), as in JAX"
         )
     dtype = np.dtype(dtype)
-    if dtype in SHORT_NAMES:
-        return dtype
+    native = dtype.newbyteorder("=")  # a byte-swapped dtype (data from a file): its values
+    if native in SHORT_NAMES:
+        return native
     raise NumbaxTypeError(
         f"dtype {dtype} is not supported by numbax; supported dtypes are bool, int8-int64, "
         "uint8-uint64, float16, bfloat16, float32, float64, complex64 and complex128. "

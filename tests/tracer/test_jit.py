@@ -349,6 +349,28 @@ def test_a_subclass_that_keeps_ndarray_semantics_is_its_base_array(backend):
     np.testing.assert_array_equal(out, np.asarray(x) * np.asarray(x) + 1)
 
 
+@pytest.mark.parametrize("name", ["f8", "f4", "i4", "c16"])
+def test_byte_swapped_arguments_and_constants_hold_their_values(backend, name):
+    """Arrays in the other byte order (data read from a file, a FITS image) compute as
+    NumPy computes them, as arguments and as captured constants; results are native, as
+    NumPy's and JAX's are."""
+    swapped = np.dtype(name).newbyteorder("S")
+    x = (np.arange(12.0).reshape(3, 4) - 5.0).astype(swapped)
+    offsets = np.arange(4).astype(swapped)
+
+    def f(x):
+        return x * 3 + x.sum(axis=0) - offsets
+
+    out = backend.to_host(numbax.jit(f, backend=backend)(x))
+    want = f(x)
+    assert out.dtype == want.dtype.newbyteorder("=") and out.dtype.isnative
+    np.testing.assert_array_equal(out, want)
+    if swapped.kind == "f":  # d/dx sum(f**2) = 6 f + 2 (f summed over the rows)
+        gradient = numbax.jit(numbax.grad(lambda x: (f(x) ** 2).sum()), backend=backend)(x)
+        expected = 6 * want + 2 * want.sum(axis=0, keepdims=True)
+        np.testing.assert_allclose(backend.to_host(gradient), expected, rtol=1e-6)
+
+
 def test_static_nan_and_signed_zero_are_their_own_cache_keys():
     g = _counting(lambda x, s: x * s, static_argnums=1)
     assert np.isnan(g(1.0, float("nan"))) and np.isnan(g(1.0, float("nan")))
