@@ -165,10 +165,11 @@ class _ProgramWriter:
         Numba renames the second assignment of a variable ``x`` to ``x.1`` (never
         ``x.0``), and its parallel lowering spells that ``x_1``, each underscore of ``x``
         doubled; a local already named ``x_1`` breaks the lowering (``key already in
-        dictionary``). Those spellings end in a run of an even number of underscores,
-        then ``_`` and digits. So after the first name (``x_0``), a prefix without an odd
-        run of underscores (a value's name, a loop letter) takes two: ``x__1`` is never a
-        renamed variable's spelling; ``carry_0_1`` and ``in__1`` are not either."""
+        dictionary``). Such a spelling is a name whose underscores all come in even runs,
+        then ``_`` and a count from 1. So after the first name (``x_0``), a prefix with
+        no odd run of underscores (a value's name, a loop letter) takes two before its
+        count: ``x__1`` is no renamed variable's spelling, nor are ``carry_0_1`` and
+        ``in__1`` (prefixes ``carry_0`` and ``in_``, a reserved name's value)."""
         count = self.counts[prefix]
         self.counts[prefix] += 1
         separator = "_" if count == 0 or _ODD_UNDERSCORES.search(prefix) else "__"
