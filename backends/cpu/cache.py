@@ -127,8 +127,10 @@ def _load_compiled(source: str, module_name: str, function_name: str, cache_dir:
         _compile(function, function.py_func.__globals__["SIGNATURE"], cached=True)
         return function
     except Exception as err:  # noqa: BLE001 - any damage to the cache entry: compile again
-        if not compiled:
-            raise  # nothing was cached: a genuine compile error
+        from numba.core.errors import NumbaError
+
+        if not compiled or isinstance(err, NumbaError):
+            raise  # nothing was cached, or Numba refused the program: a genuine error
         warnings.warn(
             f"numbax: the compile cache entry {path.name} could not be loaded ({err!r}); "
             "recompiling it.",

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -87,6 +88,28 @@ def test_damaged_entries_are_recompiled_with_a_warning(cache_dir):
     with pytest.warns(RuntimeWarning, match="could not be loaded"):
         recompiled = _compile(13.0)
     np.testing.assert_allclose(recompiled(np.ones((3, 2)))[0], [42.0, 42.0])
+
+
+def test_a_program_numba_refuses_is_compiled_once_beside_a_warm_cache(cache_dir, monkeypatch):
+    """Numba refusing a program beside cached entries (here the first program's) is the
+    program's error, raised as it comes: not taken for a damaged entry, warned about
+    and compiled a second time."""
+    from numba.core.errors import TypingError
+
+    _compile(15.0)
+    attempts = []
+
+    def refuses(dispatcher, signature, cached):
+        attempts.append(signature)
+        raise TypingError("No implementation of function setitem")
+
+    monkeypatch.setattr(cache, "_compile", refuses)
+    monkeypatch.setattr(cache, "_compiled_files", lambda folder, prefixes: ["warm"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TypingError):
+            _compile(16.0)
+    assert len(attempts) == 1
 
 
 def test_a_damaged_module_file_is_rewritten(cache_dir):
