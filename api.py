@@ -612,7 +612,7 @@ def _compile_closed(closed: ClosedJaxpr, backend_name: str, name: str, why: str 
     backend = backends.get_backend(backend_name)
     try:
         executable = backend.compile(closed, name=name)
-    except (NumbaxError, MemoryError):
+    except (NumbaxError, MemoryError, ImportError):  # ImportError: what the machine lacks
         raise
     except Exception as error:  # noqa: BLE001 - a backend failing on numbax's own program
         raise _internal_error(closed, backend_name, name, error) from error

@@ -332,3 +332,28 @@ def test_dump_writes_the_generated_source_beside_the_passes(
     sources = sorted(tmp_path.glob(f"dumped_{compiled_backend}_*.py"))
     assert [path.read_text() for path in sources] == [executable.source]
     assert any(path.is_dir() and path.name.endswith("_dumped") for path in tmp_path.iterdir())
+
+
+def test_the_cuda_backend_without_a_gpu_says_what_is_missing():
+    """On a machine with no NVIDIA driver (and Numba's simulator off), ``backend='cuda'``
+    is a missing dependency, naming the way to run on the CPU, not a numbax bug."""
+    script = textwrap.dedent(
+        """
+        import numpy as np, numbax
+        from numba import cuda
+        if cuda.is_available():
+            print("gpu")
+        else:
+            try:
+                numbax.jit(lambda x: x * 2.0, backend="cuda")(np.ones(3))
+            except numbax.MissingDependencyError as error:
+                print("missing:", error)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    if run.stdout.strip() == "gpu":
+        pytest.skip("this machine has a GPU: the cuda backend runs")
+    assert run.stdout.startswith("missing: the cuda backend needs an NVIDIA GPU"), run.stdout
+    assert "backend='cpu'" in run.stdout and "NUMBA_ENABLE_CUDASIM=1" in run.stdout

@@ -18,7 +18,10 @@ same kernels run with small launch shapes and without warp shuffles (see ``optio
 
 from __future__ import annotations
 
+from numba.cuda.cudadrv.error import CudaSupportError
+
 from ...ir.core import ClosedJaxpr
+from ...ir.errors import MissingDependencyError
 from ...passes import optimize
 from ..compile_stats import CompileStats, Stopwatch
 from .launcher import CudaExecutable
@@ -59,7 +62,15 @@ class CudaBackend:
         program = build_program(fused, name, self.options)
         codegen_s = clock.lap()
         in_memory = is_compiled(program)
-        executable = CudaExecutable(program)
+        try:
+            executable = CudaExecutable(program)
+        except CudaSupportError as error:
+            found = " ".join(str(error).split())
+            raise MissingDependencyError(
+                f"the cuda backend needs an NVIDIA GPU and its driver, and found none "
+                f"({found}). Run on the CPU with jit(..., backend='cpu'), or set "
+                "NUMBA_ENABLE_CUDASIM=1 for Numba's CUDA simulator (slow, for tests)."
+            ) from error
         outcome = "memory" if in_memory else cache_outcome(executable.kernels)
         executable.compile_stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome)
         return executable
