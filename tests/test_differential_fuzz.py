@@ -83,19 +83,25 @@ def test_random_programs_equal_numpy(backend, data):
     _assert_matches(got, expected, dtype, backend)
 
 
-@FUZZ
-@given(data=st.data())
-def test_random_program_gradients_equal_the_interpreter(compiled_backend, data):
-    """``jit(grad)`` and ``grad(jit)`` on a compiled backend against ``grad`` evaluated
-    eagerly by the reference implementations, for a loss reading every output."""
-    replayed, arrays, expected, dtype = _draw_program(data)
-    rng = np.random.default_rng(len(arrays))
+def _loss_reading_every_output(replayed, expected, dtype, seed):
+    """A scalar loss of the program: each output times fixed random weights, summed."""
+    rng = np.random.default_rng(seed)
     weights = [rng.standard_normal(np.shape(out)).astype(dtype) for out in expected]
 
     def loss(*args):
         outputs = replayed(*args)
         return sum(np.sum(out * w) for out, w in zip(outputs, weights, strict=True))
 
+    return loss
+
+
+@FUZZ
+@given(data=st.data())
+def test_random_program_gradients_equal_the_interpreter(compiled_backend, data):
+    """``jit(grad)`` and ``grad(jit)`` on a compiled backend against ``grad`` evaluated
+    eagerly by the reference implementations, for a loss reading every output."""
+    replayed, arrays, expected, dtype = _draw_program(data)
+    loss = _loss_reading_every_output(replayed, expected, dtype, seed=len(arrays))
     argnums = tuple(range(len(arrays)))
     with np.errstate(all="ignore"):
         want = numbax.grad(loss, argnums=argnums)(*arrays)
@@ -155,13 +161,7 @@ def test_random_program_per_example_gradients_equal_the_interpreter(compiled_bac
     reference implementations on each, for a loss reading every output."""
     replayed, arrays, expected, dtype = _draw_program(data)
     axes, batched, each = _draw_batch(data, arrays, dtype)
-    rng = np.random.default_rng(len(arrays))
-    weights = [rng.standard_normal(np.shape(out)).astype(dtype) for out in expected]
-
-    def loss(*args):
-        outputs = replayed(*args)
-        return sum(np.sum(out * w) for out, w in zip(outputs, weights, strict=True))
-
+    loss = _loss_reading_every_output(replayed, expected, dtype, seed=len(arrays))
     gradient = numbax.grad(loss, argnums=tuple(range(len(arrays))))
     with np.errstate(all="ignore"):
         want = _stacked([gradient(*args) for args in each])
