@@ -200,3 +200,38 @@ def test_programs_differing_only_in_comments_share_a_key():
     assert cache.program_key(source) != cache.program_key(source.replace("+ 1", "+ 2"))
     literal = "def f(x):\n    return x + '#1'\n"
     assert cache.program_key(literal) != cache.program_key(literal.replace("#1", "#2"))
+
+
+_VARIED_SCRIPT = """
+import numpy as np, numbax
+from numbax.tracer.control_flow import cond, fori_loop
+
+def loss(x, y):
+    s = numbax.nn.softmax(x / (1.0 + y * y), axis=0)
+    def step(i, c):
+        return c.at[i % 3].set(np.tanh(c[i % 3]) * 0.5 + s[i % 3])
+    c = fori_loop(0, 4, step, x * 0.25)
+    d = cond(np.sum(y) > 0.0, lambda a: a * 2.0, lambda a: a - 1.0, c)
+    return np.sum(d * s) + np.max(np.sum(x @ y.T, axis=1))
+
+x = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+y = np.cos(np.arange(12.0)).reshape(3, 4)
+program = numbax.jit(numbax.grad(loss, argnums=(0, 1)))
+gx, gy = program(x, y)
+want = numbax.grad(loss, argnums=(0, 1))(x, y)
+np.testing.assert_allclose(gx, want[0], rtol=1e-9, atol=1e-12)
+np.testing.assert_allclose(gy, want[1], rtol=1e-9, atol=1e-12)
+print(sum(program.lower(x, y).compile().function.stats.cache_hits.values()))
+"""
+
+
+def test_a_program_generates_the_same_source_in_every_process(tmp_path, monkeypatch):
+    """Generated code may not depend on string hashing or object addresses (the order of a
+    set): the disk cache keys on the source, so a second process with another hash seed
+    must find the first one's program."""
+    cache_dir = tmp_path / "cache"
+    hits = []
+    for seed in ("1", "2"):
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        hits.append(_disk_hits(_VARIED_SCRIPT, tmp_path / "varied.py", cache_dir))
+    assert hits == [0, 1]
