@@ -23,7 +23,7 @@ from .backends import tiered as tiering
 from .backends.compile_cache import KeyedLock
 from .backends.source import identifier
 from .config import config
-from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, first_source_info
 from .ir.errors import (
     InternalCompilerError,
     NumbaxError,
@@ -628,7 +628,7 @@ def _internal_error(closed: ClosedJaxpr, backend_name: str, name: str, error: Ex
     # Numba's first line names only the stage that failed: the two after it say what.
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     failure = f"{type(error).__name__}: {' '.join(lines[:3])}"[:300]
-    traced_at = next((e.source_info for e in closed.jaxpr.eqns if e.source_info), None)
+    traced_at = first_source_info(closed.jaxpr.eqns)
     return InternalCompilerError(
         at_line(
             f"numbax failed to compile {name!r} on the {backend_name} backend ({failure}). "

@@ -123,6 +123,11 @@ class Eqn:
         return Eqn(**fields)
 
 
+def first_source_info(eqns) -> str | None:
+    """The user's line of the first of ``eqns`` that has one (where a group of them began)."""
+    return next((e.source_info for e in eqns if e.source_info), None)
+
+
 @dataclass(eq=False)
 class Jaxpr:
     constvars: list[Var]

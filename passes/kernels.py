@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..ir.core import Eqn, Jaxpr, Var
+from ..ir.core import Eqn, Jaxpr, Var, first_source_info
 from ..ir.higher_order import kernel_p
 from ..ir.primitive import Pattern
 from .cse import eliminate_common_subexpressions
@@ -259,5 +259,5 @@ def build_kernel(eqns: Sequence[Eqn], outputs: Sequence[Var], spec: KernelSpec) 
     # Broadcasts copied into each consumer meet again here: keep one of each.
     body = eliminate_common_subexpressions(body)
     params = {"name": kernel_name(eqns), "kind": spec.kind, "jaxpr": body}
-    source = next((e.source_info for e in eqns if e.source_info), None)
+    source = first_source_info(eqns)
     return Eqn(kernel_p, inputs, list(outputs), params, source)
