@@ -221,12 +221,17 @@ def block_reduce(w, accumulators, lanes: int, lane_stride: int, shuffle: bool) -
 
 
 def _shuffle(intrinsic: str, value: str, lane: str, dtype) -> str:
-    """A warp shuffle of ``value``; a complex one moves as its two parts (the hardware
-    shuffles 32- and 64-bit words)."""
-    if np.dtype(dtype).kind != "c":
-        return f"cuda.{intrinsic}({FULL_MASK}, {value}, {lane})"
-    parts = [f"cuda.{intrinsic}({FULL_MASK}, {value}.{part}, {lane})" for part in ("real", "imag")]
-    return cast(f"complex({parts[0]}, {parts[1]})", dtype)
+    """A warp shuffle of ``value``. The hardware shuffles 32- and 64-bit words: a complex
+    value moves as its two parts, one narrower than 32 bits (bool, int8, float16, ...)
+    widened to a 32-bit word and cast back."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        parts = [f"cuda.{intrinsic}({FULL_MASK}, {value}.{p}, {lane})" for p in ("real", "imag")]
+        return cast(f"complex({parts[0]}, {parts[1]})", dtype)
+    if dtype.itemsize < 4:
+        word = cast(value, dtypes.float32 if dtype.kind == "f" else dtypes.int32)
+        return cast(f"cuda.{intrinsic}({FULL_MASK}, {word}, {lane})", dtype)
+    return f"cuda.{intrinsic}({FULL_MASK}, {value}, {lane})"
 
 
 def _shuffle_steps(w, accumulators, width: int) -> None:

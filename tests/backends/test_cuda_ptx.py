@@ -150,6 +150,11 @@ VARIANTS = {
     "softmax_warp_rows": (_softmax, _arrays((64, 100)), ["shfl.sync.down"]),
     "softmax_long_rows": (_softmax, _arrays((8, 5000)), ["shfl.sync.down", "bar.sync"]),
     "argmax_rows_f64": (lambda x: np.argmax(x, -1), _arrays((16, 300), dtype=np.float64), ["shfl"]),
+    "narrow_rows": (  # shuffled as 32-bit words, cast back
+        lambda b, i, h: (b.max(-1), i.max(-1), np.argmax(i, -1), h.max(-1)),
+        (np.ones((9, 40), bool), np.ones((9, 40), np.int8), np.ones((9, 40), np.float16)),
+        ["shfl.sync"],
+    ),
     "columns": (lambda x: (x.sum(0), np.argmin(x, 0)), _arrays((300, 70)), ["bar.sync"]),
     "everything": (lambda x: (x.sum(), np.argmax(x)), _arrays((1 << 16,)), ["atom.", "membar"]),
     "bools_ints": (
