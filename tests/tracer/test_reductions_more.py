@@ -9,25 +9,12 @@ import warnings
 
 import numpy as np
 import pytest
+from tracer_util import assert_error, jit
 
 import numbax
 from numbax import numpy as xnp
 
 X = np.array([[1.0, -2.0, 3.0, 0.5], [4.0, 0.0, -1.0, 2.0], [-3.0, 5.0, 2.5, -0.5]])
-
-
-def jit(fn, **kwargs):
-    return numbax.jit(fn, backend="interpret", **kwargs)
-
-
-def _assert_error(error, fn, *args, says=()):
-    """``fn(*args)`` raises ``error`` naming this file (the user's line) and ``says``."""
-    with pytest.raises(error) as info:
-        fn(*args)
-    message = str(info.value)
-    assert f"{__file__}:" in message, message
-    for text in says:
-        assert text in message, f"{text!r} not in {message!r}"
 
 
 # --------------------------------------------------------------- empty slices, where=
@@ -44,7 +31,7 @@ def _assert_error(error, fn, *args, says=()):
     ids=["max", "min", "nanmax", "ptp"],
 )
 def test_an_empty_max_names_initial(call):
-    _assert_error(numbax.ShapeError, jit(call), X, says=["empty", "initial="])
+    assert_error(numbax.ShapeError, jit(call), X, says=["empty", "initial="])
     with pytest.raises(ValueError):
         call(X)  # NumPy refuses too
 
@@ -58,7 +45,7 @@ def test_initial_gives_an_empty_max_its_value():
 
 def test_max_with_a_mask_needs_initial_as_in_numpy():
     call = jit(lambda x: np.max(x, where=x > 0))
-    _assert_error(numbax.ShapeError, call, X, says=["where=", "initial="])
+    assert_error(numbax.ShapeError, call, X, says=["where=", "initial="])
     with pytest.raises(ValueError, match="initial"):
         np.max(X, where=X > 0)
     # where=True masks nothing, so NumPy needs no initial there either.
@@ -83,12 +70,12 @@ def test_a_mask_that_selects_nothing_gives_the_identity():
 
 
 def test_a_mask_of_the_wrong_dtype_or_shape_is_refused():
-    _assert_error(numbax.NumbaxTypeError, jit(lambda x: np.sum(x, where=x)), X, says=["bool"])
+    assert_error(numbax.NumbaxTypeError, jit(lambda x: np.sum(x, where=x)), X, says=["bool"])
     rows = np.ones((3, 1, 1), bool)
-    _assert_error(
+    assert_error(
         numbax.ShapeError, jit(lambda x: np.sum(x, where=rows)), X, says=["(3, 1, 1)", "(3, 4)"]
     )
-    _assert_error(
+    assert_error(
         numbax.ShapeError,
         jit(lambda x: np.sum(x, initial=np.ones(2))),
         X,
@@ -140,7 +127,7 @@ def test_ufunc_reduce_reduces_axis_0_by_default():
 
 
 def test_ddof_and_correction_together_are_refused():
-    _assert_error(
+    assert_error(
         numbax.NumbaxTypeError, jit(lambda x: np.var(x, ddof=1, correction=1)), X, says=["ddof"]
     )
 
@@ -171,7 +158,7 @@ def test_nanargmax_of_an_all_nan_slice_is_minus_one_like_jax():
 
 
 def test_nanargmax_of_an_empty_axis_is_refused():
-    _assert_error(numbax.ShapeError, jit(lambda x: np.nanargmax(x[:0], axis=0)), X)
+    assert_error(numbax.ShapeError, jit(lambda x: np.nanargmax(x[:0], axis=0)), X)
 
 
 def test_nanmax_of_an_all_nan_slice_is_nan_or_initial():
@@ -196,7 +183,7 @@ _REDUCTIONS = [
 @pytest.mark.parametrize("name", _REDUCTIONS)
 def test_out_is_refused_by_name_in_numbax_numpy(name):
     fn = getattr(xnp, name)
-    _assert_error(
+    assert_error(
         numbax.UnsupportedFunctionError,
         jit(lambda x: fn(x, out=np.zeros(()))),
         X,
@@ -233,8 +220,8 @@ def test_method_forms_of_any_all_and_cumprod():
 
 def test_average_weights_of_another_shape_need_an_axis():
     w = np.ones(4)
-    _assert_error(numbax.NumbaxTypeError, jit(lambda x: np.average(x, weights=w)), X, ["axis="])
-    _assert_error(
+    assert_error(numbax.NumbaxTypeError, jit(lambda x: np.average(x, weights=w)), X, says=["axis="])
+    assert_error(
         numbax.ShapeError,
         jit(lambda x: np.average(x, axis=0, weights=w)),
         X,
@@ -251,7 +238,7 @@ def test_average_returned_sums_the_weights():
 
 
 def test_ptp_of_bools_is_refused_as_in_numpy():
-    _assert_error(numbax.NumbaxTypeError, jit(lambda x: np.ptp(x > 0)), X, says=["bool"])
+    assert_error(numbax.NumbaxTypeError, jit(lambda x: np.ptp(x > 0)), X, says=["bool"])
     with pytest.raises(TypeError):
         np.ptp(X > 0)
 
