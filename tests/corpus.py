@@ -1101,10 +1101,14 @@ def bitwise_with_float_math(x):
 
 
 # NumPy coverage, one module per family, each registering its cases into CASES.
+import corpus_array_api  # noqa: E402, F401
 import corpus_complex  # noqa: E402, F401
 import corpus_construction  # noqa: E402, F401
 import corpus_linalg  # noqa: E402, F401
 import corpus_methods  # noqa: E402, F401
+import corpus_placement  # noqa: E402, F401
+import corpus_polynomial  # noqa: E402, F401
+import corpus_selection  # noqa: E402, F401
 import corpus_sorting  # noqa: E402, F401
 import corpus_statistics  # noqa: E402, F401
 import corpus_ufuncs  # noqa: E402, F401

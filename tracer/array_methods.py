@@ -46,8 +46,9 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     out = kwargs.pop("out", None)
     # A ufunc call casts into ``out=`` by ``same_kind``, a reduction unsafely (NumPy's rules).
     casting = kwargs.pop("casting", "same_kind" if method == "__call__" else "unsafe")
-    if method == "__call__" and ufunc in xnp.HANDLED_UFUNCS and not kwargs:
-        result = xnp.HANDLED_UFUNCS[ufunc](*inputs)
+    # A gufunc's implementation takes its own keywords (axes=, axis=) and names the rest.
+    if method == "__call__" and ufunc in xnp.HANDLED_UFUNCS and (ufunc.signature or not kwargs):
+        result = xnp.HANDLED_UFUNCS[ufunc](*inputs, **kwargs)
     elif method != "__call__" and ufunc in xnp.NUMBAX_UFUNCS:
         result = getattr(xnp.NUMBAX_UFUNCS[ufunc], method)(*inputs, **kwargs)
         if method == "at":

@@ -265,6 +265,17 @@ def trace_flat(fun, in_avals, values=None) -> tuple[ClosedJaxpr, list]:
         return trace.to_jaxpr(outs), outs
 
 
+def known_value(x):
+    """The value of ``x`` if it is known while tracing (a NumPy value; a tracer of an eager
+    trace, or one computed from constants), else None. A probe: unlike a conversion, an
+    unknown value is no error."""
+    if not isinstance(x, Tracer):
+        return np.asarray(x)
+    if not x._trace.active:
+        raise leaked_tracer_error(x, "reading a value known while tracing")
+    return None if x._value is None else np.asarray(x._value)
+
+
 def leaked_tracer_error(tracer: Tracer, operation: str | None = None) -> LeakedTracerError:
     used = f"was used by {operation}" if operation else "was used"
     return LeakedTracerError(

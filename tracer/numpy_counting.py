@@ -27,7 +27,7 @@ from ..ir.errors import (
     at_line,
 )
 from . import lax, reductions, shapes, ufuncs
-from .core import Tracer
+from .core import Tracer, known_value
 from .indexing import update
 from .promote import asarray, broadcast_shapes, convert, operand, result_type, shape_of
 from .source_info import user_frame_info
@@ -35,16 +35,6 @@ from .source_info import user_frame_info
 
 def _error(cls, message):
     return cls(at_line(message, user_frame_info()))
-
-
-def _known(x):
-    """The value of ``x`` when it is known while tracing, else None."""
-    if not isinstance(x, Tracer):
-        return np.asarray(x)
-    try:
-        return np.asarray(x.concrete_value("reading a value known while tracing"))
-    except ConcretizationError:
-        return None
 
 
 def _all(mask):
@@ -83,7 +73,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         edges = _uniform_edges(x, count, range)
     else:
         edges = asarray(bins)
-        known = _known(edges)
+        known = known_value(edges)
         if edges.ndim != 1:
             raise _error(ShapeError, "histogram: `bins` must be 1d, when an array")
         if known is not None and (np.diff(known) < 0).any():
@@ -102,8 +92,24 @@ def _difference(edges):
 
 
 def _uniform_edges(x, count, value_range):
-    """NumPy's ``linspace(first, last, count + 1)`` over the range, or over the data's
-    min and max (widened by a half when they are equal), computed in NumPy's dtypes."""
+    """NumPy's ``linspace(first, last, count + 1)`` over the outer edges, computed in
+    NumPy's dtypes."""
+    first, last = outer_edges(x, value_range)
+    bin_dtype = result_type(first, last, x)
+    bin_dtype = dtypes.float64 if not dtypes.is_float(bin_dtype) else bin_dtype
+    ramp_dtype = dtypes.float_result_type(result_type(first, last))
+    step = ufuncs.true_divide(ufuncs.subtract(last, first), count)
+    ramp = ufuncs.add(
+        ufuncs.multiply(lax.iota(ramp_dtype, (count,)), convert(operand(step), ramp_dtype)),
+        convert(operand(first), ramp_dtype),
+    )
+    end = lax.reshape(asarray(convert(operand(last), ramp_dtype)), (1,))
+    return convert(shapes.concatenate([ramp, end], 0), bin_dtype)
+
+
+def outer_edges(x, value_range):
+    """The first and last edge of uniform bins: the range, or the data's min and max
+    (0 and 1 for no data), widened by a half when they are equal, as NumPy's."""
     if value_range is not None:
         first, last = (_static_number(v) for v in value_range)
         if first > last:
@@ -122,21 +128,12 @@ def _uniform_edges(x, count, value_range):
         last = ufuncs.where(same, ufuncs.add(last, 0.5), last)
     elif first == last:
         first, last = first - 0.5, last + 0.5
-    bin_dtype = result_type(first, last, x)
-    bin_dtype = dtypes.float64 if not dtypes.is_float(bin_dtype) else bin_dtype
-    ramp_dtype = dtypes.float_result_type(result_type(first, last))
-    step = ufuncs.true_divide(ufuncs.subtract(last, first), count)
-    ramp = ufuncs.add(
-        ufuncs.multiply(lax.iota(ramp_dtype, (count,)), convert(operand(step), ramp_dtype)),
-        convert(operand(first), ramp_dtype),
-    )
-    end = lax.reshape(asarray(convert(operand(last), ramp_dtype)), (1,))
-    return convert(shapes.concatenate([ramp, end], 0), bin_dtype)
+    return first, last
 
 
 def _static_number(v):
     if isinstance(v, Tracer):
-        known = _known(v)
+        known = known_value(v)
         if known is None:
             raise _error(
                 ConcretizationError,
@@ -200,7 +197,7 @@ def bincount(x, /, weights=None, minlength=0, *, length=None):
 
 
 def _bincount_length(x, minlength):
-    known = _known(x)
+    known = known_value(x)
     if known is not None:
         if known.size and known.min() < 0:
             raise _error(ShapeError, "bincount: x must have no negative elements")
@@ -225,7 +222,7 @@ def digitize(x, bins, right=False):
     compare = ufuncs.less_equal if right else ufuncs.less
     below = reductions.sum(compare(_column(values), edges), axis=-1)
     above = ufuncs.subtract(np.int64(edges.shape[0]), below)
-    known = _known(edges)
+    known = known_value(edges)
     if known is not None:
         steps = np.diff(known)
         if (steps >= 0).all():

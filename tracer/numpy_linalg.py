@@ -4,7 +4,8 @@ Six factorizations are primitives (``ir/linalg.py``): ``cholesky``, ``triangular
 ``lu``, ``qr``, ``eigh``, ``svd``. Everything else is a composition of them with the
 other primitives, so derivatives, batching and every backend come with it: ``solve``
 and ``inv`` are an LU and two triangular solves, ``det`` and ``slogdet`` LU's diagonal
-and its row swaps, ``pinv``, ``lstsq`` and ``matrix_rank`` the SVD, ``norm`` reductions
+and its row swaps, ``tensorinv`` and ``tensorsolve`` ``inv`` and ``solve`` of the tensors
+as matrices, ``pinv``, ``lstsq`` and ``matrix_rank`` the SVD, ``norm`` reductions
 or singular values, ``matrix_power`` repeated squaring, ``multi_dot`` matrix products in
 the cheapest order, ``cho_solve`` two triangular solves.
 
@@ -22,7 +23,8 @@ raises, numbax says what it does instead:
 - eigenvectors and singular vectors are LAPACK's, as NumPy's, but ``eigh(UPLO='U')``
   factorizes the transpose, so its eigenvectors may differ from NumPy's in sign.
 
-Each name in ``FUNCTIONS`` joins ``numbax.numpy.linalg`` and NumPy's dispatch table;
+Each name in ``FUNCTIONS`` joins ``numbax.numpy.linalg`` and NumPy's dispatch table (the
+array-API variants, ``linalg.cross``, ``linalg.vecdot``, ..., are ``numpy_array_api``'s);
 ``SCIPY_FUNCTIONS`` are ``numbax.scipy.linalg``.
 """
 
@@ -36,7 +38,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
-from . import lax
+from . import lax, numpy_array_api
 from . import lax_linalg as la
 from . import numpy_api as xnp
 from .functionalize import write_out
@@ -147,6 +149,45 @@ def solve(a, b):
 def inv(a):
     a = _stack(a, "inv", square=True)
     return _lu_solve(a, la.eye(a.shape[-1], a.dtype, a.shape[:-2]))
+
+
+def tensorinv(a, ind=2):
+    """The inverse of ``a`` as a tensor: its first ``ind`` axes by the rest, ``inv`` of that
+    matrix, reshaped to the rest by the first ``ind``."""
+    a = asarray(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise _error(ValueError, f"numpy.linalg.tensorinv: ind must be positive, not {ind}")
+    rows = math.prod(a.shape[ind:])
+    return lax.reshape(inv(xnp.reshape(a, (rows, -1))), a.shape[ind:] + a.shape[:ind])
+
+
+def tensorsolve(a, b, axes=None):
+    """``x`` with ``tensordot(a, x, x.ndim) == b``: ``solve`` of ``a`` and ``b`` as a matrix
+    and a vector; ``axes`` (non-negative, as NumPy's) are moved last in ``a`` first."""
+    a, b = asarray(a), asarray(b)
+    if axes is not None:
+        order = list(range(a.ndim))
+        for k in axes:
+            if k not in order:
+                raise _error(
+                    ValueError,
+                    f"numpy.linalg.tensorsolve: axes {tuple(axes)} must be distinct axes of a "
+                    f"({a.ndim}-d), counted from 0 (NumPy refuses negative ones too)",
+                )
+            order.remove(k)
+            order.append(k)
+        a = xnp.transpose(a, order)
+    shape = a.shape[-(a.ndim - b.ndim) :]
+    count = math.prod(shape)
+    if a.size != count**2:
+        raise _error(
+            ShapeError,
+            f"numpy.linalg.tensorsolve: a {a.shape} and b {b.shape} must satisfy "
+            "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim]) (NumPy raises LinAlgError)",
+        )
+    x = solve(lax.reshape(a, (count, count)), lax.reshape(b, (b.size,)))
+    return lax.reshape(x, shape)
 
 
 def _lu_diagonal_and_sign(a):
@@ -572,7 +613,10 @@ FUNCTIONS = {
     "solve": solve,
     "svd": svd,
     "svdvals": svdvals,
+    "tensorinv": tensorinv,
+    "tensorsolve": tensorsolve,
     "vector_norm": vector_norm,
+    **numpy_array_api.LINALG_FUNCTIONS,
 }
 SCIPY_FUNCTIONS = {"cho_solve": cho_solve, "solve_triangular": solve_triangular}
 

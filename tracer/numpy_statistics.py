@@ -1,5 +1,5 @@
 """Reductions and scans beyond sum/max/min/prod/mean: any/all, the nan-reductions, cumprod,
-nancumsum, ptp, average, count_nonzero; compositions of primitives.
+nancumsum, ptp, average, count_nonzero, cov and corrcoef; compositions of primitives.
 
 A nan-reduction replaces the NaNs by the reduction's identity *before* reducing (and masks
 them out of counts), so no NaN meets a multiplication in the derivative: the gradient at a
@@ -9,11 +9,15 @@ dispatch tables (``tracer/numpy_api.py``).
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, ShapeError, at_line
-from . import lax, reductions, ufuncs
+from . import lax, linalg, numpy_complex, reductions, shapes, ufuncs
+from .core import known_value
+from .numpy_construction import diagonal
 from .promote import asarray, convert, normalize_axes, normalize_axis
 from .reductions import (
     accumulator_dtype,
@@ -24,7 +28,7 @@ from .reductions import (
     resolve_ddof,
     ufunc_reduce_axes,
 )
-from .source_info import user_frame_info
+from .source_info import user_frame_info, warn_at_user_line
 
 
 def _logical(prim_fn, identity, name):
@@ -267,11 +271,108 @@ def _weights_along(w, shape, axis, axes):
     return lax.reshape(w, [d if k in axes else 1 for k, d in enumerate(shape)])
 
 
+# ------------------------------------------------------------------ cov, corrcoef
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    """NumPy's covariance, in float64 for ints (``dtype=`` otherwise). ``fweights`` are
+    checked to be whole and not negative, ``aweights`` not negative, when known while
+    tracing; the degrees of freedom of weighted data are traced (0 when not positive)."""
+    if ddof is not None and ddof != int(ddof):
+        raise ShapeError(at_line("cov: ddof must be integer", user_frame_info()))
+    variables = [asarray(v) for v in (m, y) if v is not None]
+    if builtins.any(v.ndim > 2 for v in variables):
+        raise ShapeError(at_line("cov: m and y must have at most 2 dimensions", user_frame_info()))
+    dtype = dtypes.result_type(*variables, dtypes.float64) if dtype is None else dtype
+    rows = [_observations(v, rowvar, dtype, first=k == 0) for k, v in enumerate(variables)]
+    if rows[0].shape[0] == 0:
+        return np.array([]).reshape(0, 0)
+    x = shapes.concatenate(rows, 0)
+    ddof = (0 if bias else 1) if ddof is None else int(ddof)
+    w = _product(_sample_weights(fweights, x, "fweights"), _sample_weights(aweights, x, "aweights"))
+    average_x, w_sum = average(x, axis=1, weights=w, returned=True)
+    x = convert(ufuncs.subtract(x, lax.reshape(average_x, (x.shape[0], 1))), x.dtype)
+    spread = x if w is None else ufuncs.multiply(x, w)
+    spread = numpy_complex.conjugate(spread) if dtypes.is_complex(spread.dtype) else spread
+    c = linalg.matmul(x, shapes.transpose(spread))
+    factor = _inverse_freedom(x.shape[1], ddof, w, w_sum, aweights)
+    return shapes.squeeze(convert(ufuncs.multiply(c, factor), c.dtype))
+
+
+def _observations(v, rowvar, dtype, first):
+    """One variable a row: NumPy's ``array(v, ndmin=2)``, transposed when not ``rowvar``
+    (``m`` unless it is 1-d, ``y`` unless it is one row)."""
+    v = convert(lax.reshape(v, (1,) * (2 - v.ndim) + v.shape), dtype)
+    one_row = (v.shape[0] == 1) if not first else False
+    return v if rowvar or one_row else shapes.transpose(v)
+
+
+def _sample_weights(weights, x, name):
+    if weights is None:
+        return None
+    w = convert(asarray(weights), dtypes.float64)
+    if w.ndim > 1 or w.shape[0] != x.shape[1]:
+        raise ShapeError(
+            at_line(
+                f"cov: {name} must be 1-d with one weight per observation ({x.shape[1]}); "
+                f"got shape {w.shape}",
+                user_frame_info(),
+            )
+        )
+    known = known_value(w)
+    if known is not None and (known < 0).any():
+        raise ShapeError(at_line(f"cov: {name} cannot be negative", user_frame_info()))
+    if known is not None and name == "fweights" and (known != np.around(known)).any():
+        raise NumbaxTypeError(at_line("cov: fweights must be integer", user_frame_info()))
+    return w
+
+
+def _product(fweights, aweights):
+    if fweights is None or aweights is None:
+        return aweights if fweights is None else fweights
+    return ufuncs.multiply(fweights, aweights)
+
+
+def _inverse_freedom(count, ddof, w, w_sum, aweights):
+    """``1 / fact``, NumPy's normalization; ``fact <= 0`` counts as 0 (an infinite factor)."""
+    if w is None:
+        fact = count - ddof
+        if fact <= 0:
+            warn_at_user_line("Degrees of freedom <= 0 for slice", RuntimeWarning)
+        with np.errstate(divide="ignore"):
+            return np.true_divide(1, builtins.max(fact, 0.0))
+    w_sum = lax.reshape(lax.slice(w_sum, [0], [1]), ())
+    if ddof == 0:
+        fact = w_sum
+    elif aweights is None:
+        fact = ufuncs.subtract(w_sum, ddof)
+    else:
+        correction = reductions.sum(ufuncs.multiply(w, convert(asarray(aweights), w.dtype)))
+        fact = ufuncs.subtract(w_sum, ufuncs.true_divide(ufuncs.multiply(ddof, correction), w_sum))
+    fact = ufuncs.where(ufuncs.less_equal(fact, 0), 0.0, fact)
+    return ufuncs.true_divide(1, fact)
+
+
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = cov(x, y, rowvar, dtype=dtype)
+    if np.ndim(c) == 0:
+        return ufuncs.true_divide(c, c)  # NaN where the variance is NaN, inf or 0, else 1
+    variances = numpy_complex.real(diagonal(c))
+    stddev = ufuncs.sqrt(variances)
+    c = ufuncs.true_divide(ufuncs.true_divide(c, lax.reshape(stddev, (stddev.shape[0], 1))), stddev)
+    if not dtypes.is_complex(c.dtype):
+        return ufuncs.clip(c, -1, 1)
+    clipped = [ufuncs.clip(part(c), -1, 1) for part in (numpy_complex.real, numpy_complex.imag)]
+    return numpy_complex.make_complex(*clipped)
+
+
 FUNCTIONS: dict = {
     "all": all,
     "any": any,
     "average": average,
+    "corrcoef": corrcoef,
     "count_nonzero": count_nonzero,
+    "cov": cov,
     "cumprod": cumprod,
     "nanargmax": nanargmax,
     "nanargmin": nanargmin,

@@ -23,7 +23,7 @@ from ..ir import dtypes
 from ..ir.errors import ConcretizationError, ShapeError, UnsupportedFunctionError, at_line
 from . import lax
 from . import numpy_api as xnp
-from .core import Tracer
+from .core import Tracer, known_value
 from .functionalize import write_out
 from .promote import (
     asarray,
@@ -151,7 +151,7 @@ def top_k(operand, k: int):
 # unique
 
 
-def _sorted_with_firsts(x, equal_nan):
+def sorted_with_firsts(x, equal_nan):
     """The flattened ``x`` sorted (stably), its permutation, and the mask of the entries
     that start a run of equal values."""
     flat = lax.reshape(x, (x.size,))
@@ -162,7 +162,7 @@ def _sorted_with_firsts(x, equal_nan):
     return values, order, xnp.concatenate([lax.full((1,), True, dtypes.bool_), differs])
 
 
-def _nonzero_positions(mask, size: int):
+def nonzero_positions(mask, size: int):
     """The positions of the first ``size`` True entries of the 1-D ``mask``, padded with 0
     (``jnp.nonzero(mask, size=size)``): each True entry is scattered to its rank."""
     rank = lax.cumsum(lax.convert_element_type(mask, dtypes.int64), 0) - 1
@@ -171,34 +171,42 @@ def _nonzero_positions(mask, size: int):
     return lax.scatter(zeros, target, _positions(mask, 0), 0, "set")
 
 
-def _unique_size(x, equal_nan):
-    """``size=`` when it was not given: the count, if the value is known while tracing."""
-    value = x._value if isinstance(x, Tracer) and x._trace.active else np.asarray(x)
-    if value is None:
+def static_size(arrays, count, name: str, what: str, call: str) -> int:
+    """``size=`` when it was not given: ``count(*values)`` if the values of ``arrays`` are
+    known while tracing, else an error that says to call ``numbax.numpy.<call>``."""
+    values = [known_value(x) for x in arrays]
+    if any(value is None for value in values):
         raise _error(
             ConcretizationError,
-            "numpy.unique: the number of unique values depends on the data, which jit does "
-            "not know while tracing; call numbax.numpy.unique(x, size=n, fill_value=v) with "
-            "a static size= (as jax.numpy.unique): the first n unique values, padded with "
-            "fill_value",
+            f"numpy.{name}: the number of {what} depends on the data, which jit does not know "
+            f"while tracing; call numbax.numpy.{call} with a static size= (as "
+            f"jax.numpy.{name}): the first n {what}, padded with fill_value",
         )
-    return len(np.unique(value, equal_nan=equal_nan))
+    return int(count(*values))
 
 
-def _unique_fill(fill_value, dtype):
-    """``unique``'s ``fill_value`` in the array's dtype. A Python scalar out of the dtype's
-    range is an error, as NumPy's padding with it would be (``fill_value=-9`` on uint8
-    raises OverflowError there); an array or a NumPy scalar is cast, as NumPy casts."""
+def _unique_size(x, equal_nan):
+    return static_size(
+        [x],
+        lambda value: len(np.unique(value, equal_nan=equal_nan)),
+        "unique",
+        "unique values",
+        "unique(x, size=n, fill_value=v)",
+    )
+
+
+def padding_value(fill_value, dtype, name: str):
+    """A ``fill_value`` in the result's dtype. A Python scalar out of the dtype's range is
+    an error, as NumPy's padding with it would be (``fill_value=-9`` on uint8 raises
+    OverflowError there); an array or a NumPy scalar is cast, as NumPy casts."""
     if isinstance(fill_value, (bool, int, float, complex)):
-        return python_scalar_as(fill_value, dtype, fix=_FILL_FIX)
+        fix = (
+            f"numpy.{name}(size=, fill_value=) pads with fill_value in the result's dtype, and "
+            "NumPy raises OverflowError for it too. Pass a fill value in the dtype's range, or "
+            "x.astype(a wider dtype)"
+        )
+        return python_scalar_as(fill_value, dtype, fix=fix)
     return convert(asarray(fill_value), dtype)
-
-
-_FILL_FIX = (
-    "numpy.unique(size=, fill_value=) pads with fill_value in the array's dtype, and NumPy "
-    "raises OverflowError for it too. Pass a fill value in the dtype's range, or unique "
-    "x.astype(a wider dtype)"
-)
 
 
 def unique(
@@ -222,19 +230,19 @@ def unique(
     x = asarray(ar)
     size = _unique_size(x, equal_nan) if size is None else int(size)
     wanted = (return_index, return_inverse, return_counts)
-    fill_value = None if fill_value is None else _unique_fill(fill_value, x.dtype)
+    fill_value = None if fill_value is None else padding_value(fill_value, x.dtype, "unique")
     if x.size == 0:
         fill = lax.full((size,), 0 if fill_value is None else fill_value, x.dtype)
         extras = [lax.full(shape, 0, dtypes.int64) for shape in [(size,), x.shape, (size,)]]
         outputs = [fill] + [e for e, w in zip(extras, wanted, strict=True) if w]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
-    values, order, firsts = _sorted_with_firsts(x, equal_nan)
+    values, order, firsts = sorted_with_firsts(x, equal_nan)
     group = lax.cumsum(lax.convert_element_type(firsts, dtypes.int64), 0) - 1
     count = group[x.size - 1] + 1
     slots = _positions(lax.full((size,), 0, dtypes.int64), 0)
     real = slots < count
     # One start more than asked: where the last group asked for ends.
-    bounds = _nonzero_positions(firsts, size + 1)
+    bounds = nonzero_positions(firsts, size + 1)
     starts = bounds[:size]
     result = lax.gather(values, starts, 0)
     if fill_value is not None:
