@@ -213,3 +213,36 @@ def ufunc_methods_namespace(m):
         )
 
     return program
+
+
+@case(
+    "ndarray_methods",
+    [(f64(3, 4),), (f32(2, 5),), (i32(3, 4),), (f64(1, 1),)],
+    tags=["shape", "index"],
+)
+def ndarray_methods(x):
+    """The ndarray methods that sort, select and rearrange; ``sort``, ``partition`` and
+    ``fill`` rewrite the array itself and return None."""
+    rows = x.copy()
+    rows.sort(axis=1)
+    columns = x.copy()
+    columns.partition(0, axis=0)
+    filled = x.copy()
+    filled.fill(3)
+    put = x.copy()
+    put.put([0, -1], [7, 8])
+    return (
+        rows,
+        columns[0],
+        filled,
+        put,
+        x.argsort(axis=0),
+        x.argpartition(0, axis=1)[:, 0],
+        rows[0].searchsorted(x[-1]),
+        x.diagonal(),
+        x.trace(),
+        x.repeat(2, axis=1),
+        x.compress([True, False], axis=0),
+        (x % 3).choose([x, -x, 2 * x], mode="clip") if x.dtype.kind == "i" else x,
+        x.mT,
+    )

@@ -62,27 +62,30 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     kwargs.update({"out": out} if out is not None else {})
     what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     extra = f" with arguments {sorted(kwargs)}" if kwargs else ""
-    raise UnsupportedFunctionError(at_line(_unsupported_numpy(what + extra), user_frame_info()))
+    raise _unsupported(ufunc, what + extra)
 
 
 def _array_function(self, func, types, args, kwargs):
     if func in xnp.HANDLED_FUNCTIONS:
         return _call_with_out(xnp.HANDLED_FUNCTIONS[func], func.__name__, args, kwargs)
     module = getattr(func, "__module__", None) or "numpy"  # numpy.linalg, numpy.fft, ...
-    what = f"{module}.{func.__name__}"
+    raise _unsupported(func, f"{module}.{func.__name__}")
+
+
+def _unsupported(func, what: str) -> UnsupportedFunctionError:
+    """The refusal of a NumPy function or ufunc numbax does not trace, with its reason
+    where it has one of its own (``numpy_api.LIMITATIONS``)."""
     if func in xnp.LIMITATIONS:
         message = f"{what} is not supported: {xnp.LIMITATIONS[func]} (docs/numpy_support.md)"
-        raise UnsupportedFunctionError(at_line(message, user_frame_info()))
-    raise UnsupportedFunctionError(at_line(_unsupported_numpy(what), user_frame_info()))
-
-
-def _unsupported_numpy(what: str) -> str:
-    # The table is generated from HANDLED_FUNCTIONS / HANDLED_UFUNCS, so it cannot disagree.
-    return (
-        f"{what} is not supported on traced arrays by numbax. Write it with functions numbax "
-        "traces (docs/numpy_support.md lists every NumPy function and whether numbax traces "
-        "it; numbax.numpy has those it does), or call it outside the traced function."
-    )
+    else:
+        # The table is generated from HANDLED_FUNCTIONS / HANDLED_UFUNCS: it cannot disagree.
+        message = (
+            f"{what} is not supported on traced arrays by numbax. Write it with functions "
+            "numbax traces (docs/numpy_support.md lists every NumPy function and whether "
+            "numbax traces it; numbax.numpy has those it does), or call it outside the "
+            "traced function."
+        )
+    return UnsupportedFunctionError(at_line(message, user_frame_info()))
 
 
 def _getattr(self, name):
@@ -169,6 +172,24 @@ def _reshape(self, *shape, order="C"):
     return xnp.reshape(self, shape, order)
 
 
+def _in_place(function):
+    """An ndarray method that rearranges the array itself (``sort``, ``partition``):
+    ``function``'s result written back through the handle, None returned, as NumPy does."""
+
+    def method(self, *args, **kwargs):
+        views.setitem(self, Ellipsis, function(self, *args, **kwargs))
+
+    return method
+
+
+def _fill(self, value):
+    views.setitem(self, Ellipsis, value)
+
+
+def _compress(self, condition, axis=None, out=None):
+    return xnp.compress(condition, self, axis, out)
+
+
 def _transpose(self, *axes):
     if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
         axes = axes[0]
@@ -247,11 +268,25 @@ _METHODS = {
     "conj": xnp.conjugate,
     "conjugate": xnp.conjugate,
     "copy": lambda self, order="K": self.alias(mutable=True),
+    "argsort": xnp.argsort,
+    "argpartition": xnp.argpartition,
+    "searchsorted": xnp.searchsorted,
+    "diagonal": xnp.diagonal,
+    "trace": xnp.trace,
+    "repeat": xnp.repeat,
+    "nonzero": xnp.nonzero,
+    "compress": _compress,
+    "choose": xnp.choose,
+    "put": xnp.put,
+    "sort": _in_place(xnp.sort),
+    "partition": _in_place(xnp.partition),
+    "fill": _fill,
 }
 
 # The ndarray methods that take ``out=`` (a reduction's result written into an array).
 _REDUCTION_METHODS = (
     "sum", "prod", "mean", "var", "std", "max", "min", "cumsum", "cumprod", "any", "all", "clip",
+    "trace",
 )  # fmt: skip
 
 # ``x op= v``: the operator's symbol, and the ufunc that computes it.
@@ -286,6 +321,9 @@ def install() -> None:
     for name, (symbol, ufunc) in _INPLACE_OPERATORS.items():
         setattr(Tracer, f"__i{name}__", functionalize.inplace_operator(ufunc, symbol))
     Tracer.T = property(lambda self: xnp.transpose(self))
+    Tracer.mT = property(lambda self: xnp.matrix_transpose(self))
+    Tracer.itemsize = property(lambda self: self.dtype.itemsize)
+    Tracer.nbytes = property(lambda self: self.size * self.dtype.itemsize)
     Tracer.real = property(lambda self: xnp.real(self))
     Tracer.imag = property(lambda self: xnp.imag(self))
     Tracer.at = property(IndexUpdateHelper)

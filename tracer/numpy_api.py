@@ -212,6 +212,21 @@ for _name, _implementation in numpy_linalg.FUNCTIONS.items():
     HANDLED_FUNCTIONS[getattr(np.linalg, _name)] = _implementation
 # NumPy function -> why numbax refuses it, where the reason is more than "not yet".
 LIMITATIONS = {getattr(np.linalg, name): why for name, why in numpy_linalg.LIMITATIONS.items()}
+_PRINTING = (
+    "a traced array has no value while tracing, so it has no text; "
+    "numbax.debug.print('{}', x) prints its value each time the program runs"
+)
+_FILES = (
+    "a traced function cannot write files (a compiled call would not write again); return "
+    "the array and save it outside, or call numbax.debug.callback(numpy.save, path, x)"
+)
+_DATETIMES = "numbax has no datetime64 or timedelta64 dtypes"
+for _names, _why in [
+    (("array2string", "array_repr", "array_str"), _PRINTING),
+    (("save", "savetxt", "savez", "savez_compressed"), _FILES),
+    (("busday_count", "busday_offset", "datetime_as_string", "is_busday", "isnat"), _DATETIMES),
+]:
+    LIMITATIONS.update(dict.fromkeys((getattr(np, name) for name in _names), _why))
 
 # numpy.fft likewise (fftfreq and rfftfreq take no array, so only numbax.numpy.fft's trace d).
 from . import numpy_fft  # noqa: E402

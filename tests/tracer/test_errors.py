@@ -563,3 +563,20 @@ def test_an_error_after_the_function_returned_names_the_users_call():
     test = test_an_error_after_the_function_returned_names_the_users_call
     assert line_of(test, "# the call") in str(info.value), str(info.value)
 
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda x: np.array2string(x), "numbax.debug.print"),
+        (lambda x: np.array_repr(x), "numbax.debug.print"),
+        (lambda x: np.savetxt("never-written.txt", x), "numbax.debug.callback"),
+        (lambda x: np.isnat(x), "datetime64"),
+        (lambda x: np.is_busday(x), "datetime64"),
+    ],
+    ids=["array2string", "array_repr", "savetxt", "isnat", "is_busday"],
+)
+def test_functions_refused_for_a_reason_say_it(call, says):
+    with pytest.raises(numbax.UnsupportedFunctionError) as info:
+        numbax.jit(call, backend="interpret")(np.ones(3))
+    message = str(info.value)
+    assert says in message and f"{__file__}:" in message, message

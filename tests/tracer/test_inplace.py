@@ -179,6 +179,16 @@ def zero_dimensional_argument(c, x):
     c += x.sum()
 
 
+def methods_in_place(x, v):
+    """The ndarray methods that rewrite the array: sort and partition (the rows of a view
+    too, written through to ``x``), fill and put."""
+    x.sort(axis=0)
+    x[1:].partition(1, axis=1)
+    v.fill(0.5)
+    v.put([0, -1], [x[0, 0], 9.0])
+    return x.trace() + v.sum()
+
+
 def _spd(n):
     m = RNG.standard_normal((n, n))
     return m @ m.T + n * np.eye(n)
@@ -217,6 +227,11 @@ CASES = {
     "aliases_see_writes": (aliases_see_writes, lambda: [RNG.standard_normal(3)], []),
     "integer_dtype_updates": (integer_dtype_updates, lambda: [np.arange(5) * 7 - 9], []),
     "scalars_are_immutable": (scalars_are_immutable, lambda: [RNG.standard_normal(4)], []),
+    "methods_in_place": (
+        methods_in_place,
+        lambda: [RNG.standard_normal((4, 3)), RNG.standard_normal(5)],
+        [],
+    ),
     "zero_dimensional_argument": (
         zero_dimensional_argument,
         lambda: [np.array(1.5), RNG.standard_normal(3)],
@@ -439,3 +454,14 @@ def test_vmap_through_internal_in_place_updates():
     xs = RNG.standard_normal((4, 3))
     got = numbax.vmap(local_updates)(xs)
     np.testing.assert_allclose(got, [local_updates(x.copy()) for x in xs], rtol=1e-12)
+
+
+def test_methods_in_place_return_none_and_sizes_are_numpys():
+    def f(x):
+        assert x.copy().sort() is None and x.copy().fill(1) is None
+        return np.array([x.itemsize, x.nbytes]), x.mT
+
+    for x in (np.ones((2, 3, 4), np.float32), np.ones((0, 5), np.int64)):
+        sizes, transposed = numbax.jit(f, backend="interpret")(x)
+        np.testing.assert_array_equal(sizes, [x.itemsize, x.nbytes])
+        np.testing.assert_array_equal(transposed, x.mT)
