@@ -73,7 +73,8 @@ def _normalize(x, idx):
             raise _error(
                 UnsupportedFunctionError,
                 "boolean mask indexing with a traced mask has a data-dependent shape; use "
-                "numpy.where(mask, x, fill) to keep the shape static",
+                "numpy.where(mask, x, fill) to keep the shape static, or "
+                "numbax.numpy.extract(mask, x, size=n) for the first n selected entries",
             )
         items.append(i)
     consuming = sum(

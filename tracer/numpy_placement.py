@@ -215,7 +215,7 @@ def place(arr, mask, vals):
 
 
 def _refuse_empty_place(truth):
-    known = truth._value if isinstance(truth, Tracer) else truth
+    known = known_value(truth)
     if known is None:
         raise _error(
             ConcretizationError,
