@@ -223,6 +223,40 @@ def _other(data, values):
     return np.where((x > 0.5) | (x < -0.5), x, 0.0).astype(x.dtype)
 
 
+def _library(data, values):
+    """NumPy's library functions beyond the ufuncs: scans, contractions of a value with
+    itself, convolution along the last axis, writes through put_along_axis, membership."""
+    x = _pick(data, values)
+    if x.ndim == 0:
+        return np.cumulative_sum(x[None], include_initial=True)
+    op = data.draw(st.sampled_from(
+        ["cumulative", "vecdot", "trapezoid", "convolve", "put_along_axis", "isin", "unwrap"]
+    ), label="library")  # fmt: skip
+    if op == "cumulative":
+        return np.cumulative_sum(x, axis=-1, include_initial=True)
+    if op == "vecdot":
+        return np.vecdot(x, x * 0.5 + 1.0)
+    if op == "trapezoid":
+        return np.trapezoid(x, dx=0.5, axis=-1)
+    if op == "convolve":
+        lines = x.reshape(-1, x.shape[-1]) if x.size else x.reshape(1, -1)
+        if lines.shape[-1] == 0:
+            return x
+        # As long as the line at most ("same" keeps its length), in the value's dtype.
+        kernel = np.array([0.25, 0.5, -0.75], x.dtype)[: lines.shape[-1]]
+        return np.stack([np.convolve(line, kernel, "same") for line in lines]).reshape(x.shape)
+    if op == "put_along_axis":
+        if x.shape[-1] == 0:
+            return x
+        y = x.copy()
+        first = np.zeros(x.shape[:-1] + (1,), np.int64)
+        np.put_along_axis(y, first, np.take(x, [-1], axis=-1) * 2.0, axis=-1)
+        return y
+    if op == "isin":
+        return np.where(np.isin(x, [0.0, 1.0, -2.0]), x, 1.5).astype(x.dtype)
+    return np.unwrap(x, axis=-1)
+
+
 def _loop(data, values):
     """A ``fori_loop`` carrying a value through drawn updates, in place as NumPy writes
     them (a window from its neighbour, a three-point stencil, the row at the loop index)
@@ -263,7 +297,8 @@ def _fits(s, t) -> bool:
 
 
 STEPS = [
-    _unary, _binary, _with_constant, _reduction, _layout, _matmul, _shared_product, _other, _loop
+    _unary, _binary, _with_constant, _reduction, _layout, _matmul, _shared_product, _other,
+    _library, _loop,
 ]  # fmt: skip
 
 
