@@ -27,6 +27,7 @@ FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
     database=None,  # a soak run's failures are printed, not replayed by the next run
+    print_blob=True,  # ... with the @reproduce_failure line that replays one exactly
     suppress_health_check=[
         HealthCheck.too_slow,
         HealthCheck.data_too_large,
