@@ -26,15 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
+from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError
 from . import lax
 from .core import Tracer
 from .promote import asarray, broadcast_shapes, convert, operand
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
+from .source_info import error_at_user_line as _error
 
 
 def _is_int_scalar(i) -> bool:

@@ -33,12 +33,8 @@ from . import lax, linalg, numpy_complex, numpy_statistics, reductions, shapes, 
 from . import numpy_api as xnp
 from .creation import array
 from .promote import asarray, is_array, normalize_axis
+from .source_info import error_at_user_line as _error
 from .source_info import user_frame_info
-
-
-def _error(cls, message: str):
-    return cls(at_line(message, user_frame_info()))
-
 
 # --------------------------------------------------------------------------------------
 # Conversions, axes and views

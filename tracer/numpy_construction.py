@@ -26,16 +26,12 @@ import warnings
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import ConcretizationError, ShapeError, UnsupportedFunctionError, at_line
+from ..ir.errors import ConcretizationError, ShapeError, UnsupportedFunctionError
 from . import lax, reductions, shapes, ufuncs
 from .core import Tracer
 from .indexing import getitem, take
 from .promote import asarray, convert, normalize_axes, normalize_axis, operand, result_type
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
+from .source_info import error_at_user_line as _error
 
 
 def static_value(value, operation: str, what: str):

@@ -24,17 +24,12 @@ from ..ir.errors import (
     NumbaxTypeError,
     ShapeError,
     UnsupportedFunctionError,
-    at_line,
 )
 from . import lax, reductions, shapes, ufuncs
 from .core import Tracer, known_value
 from .indexing import update
 from .promote import asarray, broadcast_shapes, convert, operand, result_type, shape_of
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
+from .source_info import error_at_user_line as _error
 
 
 def _all(mask):

@@ -23,14 +23,14 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import NumbaxTypeError, ShapeError, at_line
+from ..ir.errors import NumbaxTypeError, ShapeError
 from ..ir.fft import fft_p
 from . import functionalize, lax
 from .core import Tracer, bind
 from .numpy_complex import conj
 from .numpy_construction import roll
 from .promote import asarray, normalize_axes, normalize_axis
-from .source_info import user_frame_info
+from .source_info import error_at_user_line as _error
 
 FUNCTIONS: dict = {}
 NORMS = (None, "backward", "ortho", "forward")
@@ -40,10 +40,6 @@ _MAX_AXES = 3  # the primitive transforms one to three trailing axes
 def _register(fn):
     FUNCTIONS[fn.__name__] = fn
     return fn
-
-
-def _error(cls, message: str):
-    return cls(at_line(message, user_frame_info()))
 
 
 def fft_primitive(x, fft_type: str, fft_lengths):

@@ -17,17 +17,13 @@ import operator
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import ConcretizationError, NumbaxTypeError, ShapeError, at_line
+from ..ir.errors import ConcretizationError, NumbaxTypeError, ShapeError
 from . import numpy_api as xnp
 from .core import known_value
 from .numpy_construction import diff
 from .numpy_counting import bincount, histogram, outer_edges
 from .promote import asarray, convert
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
+from .source_info import error_at_user_line as _error
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):

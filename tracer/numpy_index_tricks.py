@@ -13,19 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import ConcretizationError, NumbaxTypeError, ShapeError, at_line
+from ..ir.errors import ConcretizationError, NumbaxTypeError, ShapeError
 from . import lax, shapes, ufuncs
 from .core import known_value
 from .indexing import known_index
 from .numpy_construction import _ints, static_value
-from .numpy_placement import _check_entries, _check_mode, _flat, _sequence, _wrap_or_clip
+from .numpy_placement import _check_entries, _check_mode, _sequence, _wrap_or_clip
 from .promote import asarray, convert, normalize_axis
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
-
+from .source_info import error_at_user_line as _error
 
 # --------------------------------------------------------------------------------------
 # Flat indices and the *_indices_from
@@ -153,7 +148,7 @@ triu_indices_from = _indices_from(np.triu_indices, "triu_indices_from")
 def _bit_axis(x, axis, name: str):
     """``x`` and the axis its bits run along (the flattened array for ``axis=None``)."""
     if axis is None:
-        return _flat(x), 0
+        return shapes.ravel(x), 0
     x = shapes.atleast_1d(x)
     return x, normalize_axis(axis, x.ndim, name)
 

@@ -37,13 +37,13 @@ import types
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
+from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError
 from . import lax, numpy_array_api
 from . import lax_linalg as la
 from . import numpy_api as xnp
 from .functionalize import write_out
 from .promote import asarray, broadcast_shapes, convert, normalize_axis, result_type
-from .source_info import user_frame_info
+from .source_info import error_at_user_line as _error
 
 # NumPy's own result classes (named tuples, not public by name): a traced result has the
 # type, and so the pytree structure, of NumPy's.
@@ -51,10 +51,6 @@ SlogdetResult = type(np.linalg.slogdet(np.eye(1)))
 EighResult = type(np.linalg.eigh(np.eye(1)))
 QRResult = type(np.linalg.qr(np.eye(1)))
 SVDResult = type(np.linalg.svd(np.eye(1)))
-
-
-def _error(cls, message: str):
-    return cls(at_line(message, user_frame_info()))
 
 
 def _float_dtype(*xs, name: str) -> np.dtype:

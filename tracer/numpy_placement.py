@@ -37,7 +37,6 @@ from ..ir.errors import (
     InPlaceUpdateError,
     NumbaxTypeError,
     ShapeError,
-    at_line,
 )
 from . import lax, reductions, shapes, ufuncs
 from .control_flow import map_rows
@@ -62,12 +61,7 @@ from .promote import (
     python_scalar_as,
     result_type,
 )
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
-
+from .source_info import error_at_user_line as _error
 
 # --------------------------------------------------------------------------------------
 # Writing into the first argument
@@ -111,21 +105,17 @@ def _values(values, dtype, casting: str, name: str):
     return python_scalar_as(values, dtype)
 
 
-def _flat(x):
-    return lax.reshape(asarray(x), (int(np.size(x)),))
-
-
 def _cycled(values, shape):
     """``values`` flattened and repeated cyclically to fill ``shape`` (NumPy's resize)."""
     size = int(np.prod(shape, dtype=np.int64))
-    flat = _flat(values)
+    flat = shapes.ravel(values)
     repeats = -(-size // flat.shape[0])
     return lax.reshape(lax.slice(tile(flat, repeats), (0,), (size,)), shape)
 
 
 def _write_flat(x, positions, values, name: str) -> None:
     """Write ``values`` (as many as ``positions``) into ``x`` at its flat ``positions``."""
-    new = update(_flat(x), positions, values, "set")
+    new = update(shapes.ravel(x), positions, values, "set")
     write(x, lax.reshape(new, x.shape), f"numpy.{name}")
 
 
@@ -164,7 +154,7 @@ def _wrap_or_clip(index, size: int, mode: str):
 def put(a, ind, v, mode="raise"):
     x = _target(a, "put")
     _check_mode(mode, "numpy.put")
-    positions = _flat(convert(asarray(known_index(ind)), dtypes.int64))
+    positions = shapes.ravel(convert(asarray(known_index(ind)), dtypes.int64))
     values = _values(v, x.dtype, "unsafe", "put")
     if positions.shape[0] == 0 or np.size(values) == 0:
         return
@@ -202,13 +192,13 @@ def place(arr, mask, vals):
     takes ``vals[r % len(vals)]``, r the number of True entries before it."""
     x = _target(arr, "place")
     truth = _mask_of(mask, x, "place")
-    values = _flat(_values(vals, x.dtype, "safe", "place"))
+    values = shapes.ravel(_values(vals, x.dtype, "safe", "place"))
     if values.shape[0] == 0:
         _refuse_empty_place(truth)
         return
     if x.size == 0:
         return
-    before = lax.sub(lax.cumsum(lax.convert_element_type(_flat(truth), dtypes.int64), 0), 1)
+    before = lax.sub(lax.cumsum(lax.convert_element_type(shapes.ravel(truth), dtypes.int64), 0), 1)
     slot = lax.rem(lax.max(before, np.int64(0)), np.int64(values.shape[0]))
     taken = lax.reshape(lax.gather(values, slot, 0), x.shape)
     write(x, lax.select(truth, taken, x), "numpy.place")
@@ -237,7 +227,7 @@ def put_along_axis(arr, indices, values, axis):
     if axis is None:
         if indices.ndim != 1:
             raise _error(ShapeError, "numpy.put_along_axis: when axis=None, `indices` must be 1-d")
-        lines, axis = _flat(x), 0
+        lines, axis = shapes.ravel(x), 0
     axis = normalize_axis(axis, lines.ndim, "put_along_axis")
     size = lines.shape[axis]
     if not isinstance(indices, Tracer):
@@ -367,7 +357,7 @@ def _block(arrays, depth: int, rank: int):
 
 
 def diagflat(v, k=0):
-    return diag(_flat(v), int(static_value(k, "diagflat", "k")))
+    return diag(shapes.ravel(v), int(static_value(k, "diagflat", "k")))
 
 
 # --------------------------------------------------------------------------------------

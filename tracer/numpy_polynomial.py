@@ -37,7 +37,6 @@ from ..ir.errors import (
     NumbaxTypeError,
     ShapeError,
     UnsupportedFunctionError,
-    at_line,
 )
 from . import lax
 from . import numpy_api as xnp
@@ -48,12 +47,7 @@ from .numpy_construction import diff, slice_axis
 from .numpy_linalg import LIMITATIONS, inv, lstsq
 from .numpy_statistics import cumprod
 from .promote import asarray, convert, normalize_axis, result_type
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
-
+from .source_info import error_at_user_line as _error
 
 # --------------------------------------------------------------------------------------
 # Convolution and correlation

@@ -23,15 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.errors import ConcretizationError, at_line
+from ..ir.errors import ConcretizationError
 from .core import Tracer
 from .functionalize import is_mutable
-from .source_info import user_frame_info
-
-
-def _error(cls, message: str):
-    return cls(at_line(message, user_frame_info()))
-
+from .source_info import error_at_user_line as _error
 
 # --------------------------------------------------------------------------------------
 # Dtype queries

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import ConcretizationError, ShapeError, at_line
-from . import lax
+from ..ir.errors import ConcretizationError, ShapeError
+from . import lax, shapes
 from . import numpy_api as xnp
 from .core import known_value
 from .functionalize import write_out
@@ -37,18 +37,9 @@ from .sorting import (
     padding_value,
     static_size,
 )
-from .source_info import user_frame_info
+from .source_info import error_at_user_line as _error
 
 _INDEX = dtypes.int64
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
-
-
-def _flat(a):
-    x = asarray(a)
-    return lax.reshape(x, (x.size,))
 
 
 def _first_true(mask, size: int):
@@ -162,7 +153,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
     """The indices of the nonzero entries of the flattened array, as
     ``numpy.flatnonzero``; ``size=`` and ``fill_value=`` as in ``nonzero``."""
     call = "flatnonzero(x, size=n)"
-    return _coordinates(_flat(a), size, fill_value, "flatnonzero", call)[0]
+    return _coordinates(shapes.ravel(a), size, fill_value, "flatnonzero", call)[0]
 
 
 def _fitted_condition(condition, n: int, name: str):
@@ -208,7 +199,7 @@ def compress(condition, a, axis=None, out=None, *, size=None, fill_value=0):
             f"numpy.compress: condition must be a 1-d array (as NumPy requires), not of shape "
             f"{condition.shape}",
         )
-    x = _flat(a) if axis is None else asarray(a)
+    x = shapes.ravel(a) if axis is None else asarray(a)
     axis = 0 if axis is None else normalize_axis(axis, x.ndim, "compress")
     call = "compress(condition, a, axis, size=n)"
     result = _compress(condition, x, axis, size, fill_value, "compress", call)
@@ -219,7 +210,9 @@ def extract(condition, arr, *, size=None, fill_value=0):
     """The entries of the flattened ``arr`` where the flattened ``condition`` is true, as
     ``numpy.extract``; with ``size=``, the first ``size``, padded with ``fill_value``."""
     call = "extract(condition, arr, size=n)"
-    return _compress(_flat(condition), _flat(arr), 0, size, fill_value, "extract", call)
+    return _compress(
+        shapes.ravel(condition), shapes.ravel(arr), 0, size, fill_value, "extract", call
+    )
 
 
 def trim_zeros(filt, trim="fb", axis=None):

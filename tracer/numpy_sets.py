@@ -20,19 +20,18 @@ from functools import partial
 import numpy as np
 
 from ..ir import dtypes
-from . import lax
+from . import lax, shapes
 from . import numpy_api as xnp
 from .numpy_selection import (
     _INDEX,
     _compact,
-    _error,
     _first_true,
-    _flat,
     _given_size,
     _take_padded,
 )
 from .promote import asarray, convert, result_type
 from .sorting import padding_value, sorted_with_firsts, static_size, unique
+from .source_info import error_at_user_line as _error
 
 UniqueAllResult = type(np.unique_all(np.zeros(1)))
 UniqueCountsResult = type(np.unique_counts(np.zeros(1)))
@@ -45,7 +44,7 @@ _KINDS = (None, "sort", "table")
 def _matches(element, test_elements):
     """Whether each entry of ``element`` equals each of ``test_elements`` (on a new last axis)."""
     spread = lax.expand_dims(element, (element.ndim,))
-    return xnp.equal(spread, _flat(test_elements))
+    return xnp.equal(spread, shapes.ravel(test_elements))
 
 
 # Up to this many test elements, comparing with each of them (one fused loop) is cheaper
@@ -57,7 +56,7 @@ def _members(element, test_elements):
     """Whether each entry of ``element`` equals one of ``test_elements``: compared with each,
     or, for more of them, found by binary search in their sorted copy (NaN sorts last and
     equals nothing, so it is in nothing)."""
-    tests = _flat(test_elements)
+    tests = shapes.ravel(test_elements)
     if tests.size <= _COMPARED_TESTS:
         return xnp.any(_matches(element, tests), axis=-1)
     dtype = result_type(element, tests)
@@ -87,7 +86,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
 
 
 def _promoted(ar1, ar2):
-    a, b = _flat(ar1), _flat(ar2)
+    a, b = shapes.ravel(ar1), shapes.ravel(ar2)
     dtype = result_type(a, b)
     return convert(a, dtype), convert(b, dtype)
 
@@ -160,7 +159,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """The values of ``ar1`` not in ``ar2``, as ``numpy.setdiff1d``: sorted and unique, or
     with ``assume_unique`` in ``ar1``'s order; ``size=``/``fill_value=`` as in intersect1d."""
-    a, b = _flat(ar1), _flat(ar2)
+    a, b = shapes.ravel(ar1), shapes.ravel(ar2)
     in_numpy = partial(np.setdiff1d, assume_unique=assume_unique)
     size = _set_size([a, b], size, "setdiff1d", "values only in ar1", in_numpy)
     fill = _fill(fill_value, a.dtype, "setdiff1d")

@@ -42,21 +42,17 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import NumbaxTypeError, ShapeError, at_line
+from ..ir.errors import NumbaxTypeError, ShapeError
 from ..ir.threefry import threefry2x32_p
 from . import lax
 from . import numpy_api as xnp
 from .control_flow import fori_loop
 from .core import bind
 from .promote import asarray, broadcast_shapes, normalize_axis
-from .source_info import user_frame_info
+from .source_info import error_at_user_line as _error
 from .special import erf, erfinv
 
 _MASK = np.int64(0xFFFFFFFF)
-
-
-def _error(cls, message: str):
-    return cls(at_line(message, user_frame_info()))
 
 
 # --- Threefry-2x32 on int64-held 32-bit words -------------------------------------

@@ -15,15 +15,11 @@ import operator
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import ConcretizationError, ShapeError, at_line
+from ..ir.errors import ConcretizationError, ShapeError
 from . import lax, shapes, ufuncs
 from .core import Tracer
 from .promote import asarray, convert, operand, result_type, shape_of
-from .source_info import user_frame_info
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
+from .source_info import error_at_user_line as _error
 
 
 def _traced(*values) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import ConcretizationError, ShapeError, UnsupportedFunctionError, at_line
+from ..ir.errors import ConcretizationError, ShapeError, UnsupportedFunctionError
 from . import lax
 from . import numpy_api as xnp
 from .core import Tracer, known_value
@@ -33,13 +33,9 @@ from .promote import (
     python_scalar_as,
     result_type,
 )
-from .source_info import user_frame_info
+from .source_info import error_at_user_line as _error
 
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
 
 
 def _refuse(name: str, argument: str, fix: str):

@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 
+from ..ir.errors import at_line
+
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL_PREFIXES = tuple(
     os.path.join(_PACKAGE_ROOT, folder) + os.sep
@@ -52,6 +54,11 @@ def user_frame_info() -> str | None:
     """``file:line`` of the innermost frame outside numbax and NumPy."""
     frame = _user_frame()
     return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def error_at_user_line(cls: type[Exception], message: str) -> Exception:
+    """``cls(message)``, the message ending with the user's line (``at_line``)."""
+    return cls(at_line(message, user_frame_info()))
 
 
 def warn_at_user_line(message: str, category: type[Warning]) -> None:

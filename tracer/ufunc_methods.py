@@ -29,7 +29,6 @@ from ..ir.errors import (
     NumbaxTypeError,
     ShapeError,
     UnsupportedFunctionError,
-    at_line,
 )
 from . import functionalize, lax, ufuncs
 from .control_flow import scan
@@ -47,7 +46,7 @@ from .promote import (
     shape_of,
 )
 from .reductions import _where_mask, is_unmasked, keep_dims, ufunc_reduce_axes
-from .source_info import user_frame_info
+from .source_info import error_at_user_line as _error
 
 _NOT_GIVEN = object()  # ``initial=`` left out (NumPy's own marker is private)
 
@@ -63,10 +62,6 @@ _REDUCTION_PRIMITIVES = {
 # ``ufunc.at`` as one scatter, when the values already have the array's dtype. Not
 # multiply: the scatter's "mul" mode has no derivative, so multiply.at runs in sequence.
 _SCATTER_MODES = {"add": "add", "maximum": "max", "minimum": "min"}
-
-
-def _error(cls, message):
-    return cls(at_line(message, user_frame_info()))
 
 
 @functools.cache
