@@ -81,7 +81,7 @@ def _fast_leaves(args) -> list:
     return [x for a in args for x in (a if type(a) is tuple else (a,))]
 
 
-def _to_array(leaf, aval: ShapedArray, keep_device: bool = False):
+def as_executable_argument(leaf, aval: ShapedArray, keep_device: bool = False):
     """The argument as the executable takes it: a NumPy array, or the device array
     itself when the executable runs on the device (``accepts_device_arrays``). An accepted
     ndarray subclass is passed as its base array: the executable computes NumPy's meaning."""
@@ -134,7 +134,9 @@ def trace_to_jaxpr(
         return out_leaves + [tracers[i] for i in writes]
 
     values = (
-        [_to_array(leaf, a) for leaf, a in zip(leaves, avals, strict=False)] if concrete else None
+        [as_executable_argument(leaf, a) for leaf, a in zip(leaves, avals, strict=False)]
+        if concrete
+        else None
     )
     closed, _ = trace_flat(flat_fun, avals, values)
     return closed, in_tree, out_tree_box[0], [w for _, w in avals_weak]
@@ -439,7 +441,10 @@ class JitFunction:
             if self._fast_ok and not entry.writes and entry.compiled:
                 self._remember_fast(args, kwargs, avals_weak, backend_name, executable, out_tree)
             keep = getattr(executable, "accepts_device_arrays", False)
-            arrays = [_to_array(x, a, keep) for x, (a, _) in zip(leaves, avals_weak, strict=True)]
+            arrays = [
+                as_executable_argument(x, a, keep)
+                for x, (a, _) in zip(leaves, avals_weak, strict=True)
+            ]
             outs = functionalize.write_back_outputs(leaves, entry.writes, executable(*arrays))
         return tree_unflatten(out_tree, outs)
 

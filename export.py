@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 
 from . import backends
-from .api import BoundJitMethod, JitFunction, Lowered, _to_array, jit, trace_to_jaxpr
+from .api import BoundJitMethod, JitFunction, Lowered, as_executable_argument, jit, trace_to_jaxpr
 from .backends.compile_cache import KeyedLock
 from .ir.core import ClosedJaxpr, ShapedArray
 from .ir.errors import NumbaxTypeError, SerializationError, ShapeError, at_line
@@ -131,7 +131,10 @@ class Exported:
         else:
             executable = self._executable(backend or backends.default_backend_name())
             keep = getattr(executable, "accepts_device_arrays", False)
-            arrays = [_to_array(x, a, keep) for x, a in zip(leaves, self.in_avals, strict=True)]
+            arrays = [
+                as_executable_argument(x, a, keep)
+                for x, a in zip(leaves, self.in_avals, strict=True)
+            ]
             outs = executable(*arrays)
         return tree_unflatten(self.out_tree, outs)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dtypes
 from .core import ShapedArray
-from .elementwise import _common_shape, _same_dtype
+from .elementwise import common_shape, same_dtype
 from .primitive import Pattern, check, register
 
 
@@ -48,9 +48,9 @@ conj_p = register("conj", Pattern.ELEMENTWISE, _conj_rule, np.conjugate)
 
 
 def _complex_rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
-    dtype = _same_dtype("complex", (x, y))
+    dtype = same_dtype("complex", (x, y))
     check(dtypes.is_float(dtype), "complex", f"needs two real float operands, got {dtype}")
-    return ShapedArray(_common_shape("complex", (x, y)), dtypes.complex_dtype(dtype))
+    return ShapedArray(common_shape("complex", (x, y)), dtypes.complex_dtype(dtype))
 
 
 def _complex(x, y):

@@ -22,13 +22,13 @@ from .core import ShapedArray
 from .primitive import Pattern, check, register
 
 
-def _common_shape(name: str, avals) -> tuple[int, ...]:
+def common_shape(name: str, avals) -> tuple[int, ...]:
     shapes = {a.shape for a in avals if a.shape != ()}
     check(len(shapes) <= 1, name, f"operand shapes differ: {[a.str_short() for a in avals]}")
     return shapes.pop() if shapes else ()
 
 
-def _same_dtype(name: str, avals) -> np.dtype:
+def same_dtype(name: str, avals) -> np.dtype:
     kinds = {a.dtype for a in avals}
     check(len(kinds) == 1, name, f"operand dtypes differ: {[a.str_short() for a in avals]}")
     return kinds.pop()
@@ -55,9 +55,9 @@ def _unary_rule(name, allowed_kinds):
 
 def _binary_rule(name, allowed_kinds, out_dtype=None):
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
-        dtype = _same_dtype(name, (x, y))
+        dtype = same_dtype(name, (x, y))
         check(dtypes.kind(dtype) in allowed_kinds, name, f"unsupported dtype {dtype}")
-        return ShapedArray(_common_shape(name, (x, y)), out_dtype or dtype)
+        return ShapedArray(common_shape(name, (x, y)), out_dtype or dtype)
 
     return rule
 
@@ -190,8 +190,8 @@ register("integer_pow", Pattern.ELEMENTWISE, _integer_pow_rule, _quiet(_integer_
 
 def _select_rule(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray):
     check(pred.dtype == dtypes.bool_, "select", f"predicate must be bool, got {pred.dtype}")
-    dtype = _same_dtype("select", (on_true, on_false))
-    return ShapedArray(_common_shape("select", (pred, on_true, on_false)), dtype)
+    dtype = same_dtype("select", (on_true, on_false))
+    return ShapedArray(common_shape("select", (pred, on_true, on_false)), dtype)
 
 
 register("select", Pattern.ELEMENTWISE, _select_rule, np.where)

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import dtypes
 from .core import ShapedArray
-from .elementwise import _common_shape
+from .elementwise import common_shape
 from .primitive import Pattern, check, register
 
 MASK = 0xFFFFFFFF
@@ -85,7 +85,7 @@ def _threefry2x32_rule(*operands: ShapedArray, output: str) -> ShapedArray:
             f"operands hold 32-bit words in int64, got {operand.dtype}",
         )
     check(output in OUTPUTS, "threefry2x32", f"output must be one of {OUTPUTS}, got {output!r}")
-    return ShapedArray(_common_shape("threefry2x32", operands), dtypes.int64)
+    return ShapedArray(common_shape("threefry2x32", operands), dtypes.int64)
 
 
 def _threefry2x32(*operands, output):

@@ -24,7 +24,7 @@ from ..ir import dtypes
 from ..ir.errors import InPlaceUpdateError, ShapeError, UnsupportedFunctionError, at_line
 from . import lax
 from .core import Tracer, any_concrete_trace, current_trace, leaked_tracer_error
-from .indexing import _is_int_scalar, known_index, update
+from .indexing import is_int_scalar, known_index, update
 from .promote import asarray, broadcast_shapes, convert, operand, result_type
 from .source_info import user_frame_info
 
@@ -181,7 +181,7 @@ def _static_set(x, index, value):
         raise IndexError(at_line(str(err), user_frame_info())) from None
     shape = np.shape(value)
     leading = max(len(shape) - len(target), 0)  # NumPy drops leading 1s of the value
-    if any(d != 1 for d in shape[:leading]) or not _broadcasts(shape[leading:], target):
+    if any(d != 1 for d in shape[:leading]) or not broadcasts_to(shape[leading:], target):
         raise ShapeError(
             at_line(
                 f"could not broadcast input array from shape {shape} into shape {target} "
@@ -202,7 +202,7 @@ def _static_set(x, index, value):
     return lax.dynamic_update_slice(x, update_value, [np.int64(s) for s in starts])
 
 
-def _broadcasts(shape, target) -> bool:
+def broadcasts_to(shape, target) -> bool:
     try:
         return np.broadcast_shapes(shape, target) == tuple(target)
     except ValueError:
@@ -214,7 +214,7 @@ def _box(shape, index):
     ``None``) of an array of ``shape``, else None. The index is already checked."""
     items = index if isinstance(index, tuple) else (index,)
     basic = all(
-        i is None or i is Ellipsis or isinstance(i, slice) or _is_int_scalar(i) for i in items
+        i is None or i is Ellipsis or isinstance(i, slice) or is_int_scalar(i) for i in items
     )
     if not basic:
         return None

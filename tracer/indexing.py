@@ -33,7 +33,7 @@ from .promote import asarray, broadcast_shapes, convert, operand
 from .source_info import error_at_user_line as _error
 
 
-def _is_int_scalar(i) -> bool:
+def is_int_scalar(i) -> bool:
     return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
 
@@ -153,7 +153,7 @@ def _index(x, items, split):
     advanced = [
         k
         for k, i in enumerate(items)
-        if arrays and (isinstance(i, (np.ndarray, Tracer)) or _is_int_scalar(i))
+        if arrays and (isinstance(i, (np.ndarray, Tracer)) or is_int_scalar(i))
     ]
     # Basic indexing first, as one slice: slices, and (when no arrays are present) ints;
     # then negative steps, and a traced int's window one wide at its traced start.
@@ -163,7 +163,7 @@ def _index(x, items, split):
         if axis in advanced:
             continue
         size = x.shape[axis]
-        if _is_int_scalar(i):
+        if is_int_scalar(i):
             i = int(i)
             if not -size <= i < size:
                 raise _error(
@@ -221,7 +221,7 @@ def _has_arrays(items) -> bool:
     )
 
 
-def _index_array(i, size, axis):
+def index_array(i, size, axis):
     """An integer index array with negative entries wrapped (and checked, if concrete)."""
     if isinstance(i, Tracer):
         if not dtypes.is_integer(i.dtype):
@@ -248,7 +248,7 @@ def _index_shape(items, advanced):
 
 def _advanced(x, items, advanced, split=None):
     shape = _index_shape(items, advanced)
-    indices = [_index_array(items[a], x.shape[a], a) for a in advanced]
+    indices = [index_array(items[a], x.shape[a], a) for a in advanced]
     indices = [
         lax.broadcast_to_rank(asarray(i), shape) if np.shape(i) != shape else i for i in indices
     ]
@@ -287,10 +287,10 @@ def _contains_tracer(idx) -> bool:
     return any(isinstance(i, Tracer) for i in items)
 
 
-def _in_axis_or_past_end(i, size: int):
+def in_axis_or_past_end(i, size: int):
     """An integer index with NumPy's negatives wrapped once, and every entry still outside
     ``[0, size)`` replaced by ``size``: the position one past the end of the axis."""
-    if _is_int_scalar(i):
+    if is_int_scalar(i):
         i = int(i) + size if i < 0 else int(i)
         return i if 0 <= i < size else size
     if isinstance(i, Tracer):
@@ -320,8 +320,8 @@ def _updated_positions(shape, idx):
     padding = [(0, 0)] * len(items)
     for axis, i in enumerate(items):
         is_array = isinstance(i, (np.ndarray, Tracer)) and dtypes.is_integer(i.dtype)
-        if is_array or _is_int_scalar(i):
-            items[axis] = _in_axis_or_past_end(i, positions.shape[axis])
+        if is_array or is_int_scalar(i):
+            items[axis] = in_axis_or_past_end(i, positions.shape[axis])
             padding[axis] = (0, 1)
     if traced:
         return _index(lax.pad(positions, np.int64(size), padding), items, split)
@@ -365,7 +365,7 @@ def _basic_axes(ndim: int, idx) -> list | None:
     (the general path reads those, and raises what NumPy raises)."""
     items = idx if isinstance(idx, tuple) else (idx,)
     basic = all(
-        i is None or i is Ellipsis or _is_int_scalar(i) or _is_traced_int(i) or _static_slice(i)
+        i is None or i is Ellipsis or is_int_scalar(i) or _is_traced_int(i) or _static_slice(i)
         for i in items
     )
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
@@ -380,7 +380,7 @@ def _basic_axes(ndim: int, idx) -> list | None:
 
 def _static_slice(i) -> bool:
     bounds = (i.start, i.stop, i.step) if isinstance(i, slice) else (0.5,)
-    return all(b is None or _is_int_scalar(b) for b in bounds)
+    return all(b is None or is_int_scalar(b) for b in bounds)
 
 
 def _update_box(x, axes, values, mode: str):
@@ -399,7 +399,7 @@ def _update_box(x, axes, values, mode: str):
             steps.append(step)
             target.append(count)
             continue
-        if _is_int_scalar(i):
+        if is_int_scalar(i):
             position = int(i) + size if i < 0 else int(i)
             dropped |= not 0 <= position < size
             lows.append(np.int64(position))
@@ -510,7 +510,7 @@ def take(a, indices, axis=None, mode=None):
         indices = np.clip(indices, 0, size - 1)
     elif mode not in (None, "raise", "wrap", "clip"):
         raise _error(ValueError, f"take: mode must be 'raise', 'wrap' or 'clip', not {mode!r}")
-    return lax.gather(x, _index_array(indices, size, axis), axis)
+    return lax.gather(x, index_array(indices, size, axis), axis)
 
 
 def take_along_axis(arr, indices, axis):

@@ -73,7 +73,7 @@ def imag(val):
 @_register(UFUNCS, "conjugate", "conj")
 def conjugate(x):
     x = operand(x)
-    (x,), _ = promote_and_broadcast(x, dtype=ufuncs._arithmetic_dtype(x), operation="conj")
+    (x,), _ = promote_and_broadcast(x, dtype=ufuncs.arithmetic_dtype(x), operation="conj")
     return conj(x) if dtypes.is_complex(x.dtype) else x
 
 

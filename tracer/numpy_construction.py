@@ -61,7 +61,7 @@ def slice_axis(x, axis: int, start: int, stop: int, step: int = 1):
     return lax.slice(x, starts, limits, strides)
 
 
-def _ints(values, operation: str, what: str) -> tuple[int, ...]:
+def static_ints(values, operation: str, what: str) -> tuple[int, ...]:
     values = static_value(values, operation, what)
     return tuple(operator.index(v) for v in np.atleast_1d(values).tolist())
 
@@ -72,7 +72,7 @@ def _ints(values, operation: str, what: str) -> tuple[int, ...]:
 
 def tile(A, reps):
     x = asarray(A)
-    reps = _ints(reps, "tile", "reps")
+    reps = static_ints(reps, "tile", "reps")
     if builtins.min(reps, default=0) < 0:
         raise _error(ShapeError, f"tile: negative dimensions are not allowed (reps {reps})")
     rank = builtins.max(len(reps), x.ndim)
@@ -89,7 +89,7 @@ def repeat(a, repeats, axis=None):
     if axis is None:
         x, axis = lax.reshape(x, (x.size,)), 0
     axis = normalize_axis(axis, x.ndim, "repeat")
-    counts = _ints(repeats, "repeat", "repeats")
+    counts = static_ints(repeats, "repeat", "repeats")
     size = x.shape[axis]
     if builtins.min(counts, default=0) < 0:
         raise _error(ShapeError, "repeat: repeats may not contain negative values")
@@ -383,7 +383,7 @@ def _band(rows: int, cols: int, k: int, compare):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    shapes._no_out("trace", out)
+    shapes.refuse_out("trace", out)
     return reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 

@@ -30,7 +30,7 @@ from ..ir.errors import NumbaxTypeError, at_line
 from . import lax, ufuncs
 from .promote import operand, promote_and_broadcast, result_type
 from .source_info import user_frame_info
-from .ufuncs import _inexact_dtype, _typed
+from .ufuncs import inexact_dtype, typed_constant
 
 UFUNCS: dict = {}
 FUNCTIONS: dict = {}
@@ -51,7 +51,7 @@ def _type_error(message: str) -> NumbaxTypeError:
 
 def _real_float_dtype(name: str, *xs) -> np.dtype:
     """The float dtype NumPy computes ``name`` in; complex values have no exponent."""
-    dtype = _inexact_dtype(*xs)
+    dtype = inexact_dtype(*xs)
     if dtypes.is_complex(dtype):
         raise _type_error(
             f"numpy.{name} of a complex value: NumPy has no complex loop for it; apply it "
@@ -68,13 +68,13 @@ def _real_float(x, name: str):
 
 def _power_of_two(k):
     """``2**k`` for a float ``k`` holding an integer."""
-    return lax.pow(_typed(2, k.dtype), k)
+    return lax.pow(typed_constant(2, k.dtype), k)
 
 
 def _times_power_of_two(x, k):
     """``x * 2**k`` by two halves of ``k``: each half's power is a normal number while
     ``|k|`` is within twice the exponent range, and only the last product rounds."""
-    half = lax.floor(lax.mul(k, _typed(0.5, k.dtype)))
+    half = lax.floor(lax.mul(k, typed_constant(0.5, k.dtype)))
     return lax.mul(lax.mul(x, _power_of_two(half)), _power_of_two(lax.sub(k, half)))
 
 
@@ -83,19 +83,20 @@ def _exponent_parts(x):
     holding an integer where ``x`` is finite and nonzero (``ordinary``); elsewhere
     ``m`` is ``x`` and ``e`` 0, as ``frexp`` says."""
     dtype = x.dtype
-    one, half, two = _typed(1, dtype), _typed(0.5, dtype), _typed(2, dtype)
+    one, half, two = typed_constant(1, dtype), typed_constant(0.5, dtype), typed_constant(2, dtype)
     magnitude = lax.abs(x)
     ordinary = lax.bitwise_and(
-        lax.gt(magnitude, _typed(0, dtype)), lax.lt(magnitude, _typed(np.inf, dtype))
+        lax.gt(magnitude, typed_constant(0, dtype)),
+        lax.lt(magnitude, typed_constant(np.inf, dtype)),
     )
     safe = lax.select(ordinary, x, one)  # the logarithm never sees 0, inf or NaN
-    log_2 = _typed(math.log(2.0), dtype)
+    log_2 = typed_constant(math.log(2.0), dtype)
     estimate = lax.add(lax.floor(lax.div(lax.log(lax.abs(safe)), log_2)), one)
     m = _times_power_of_two(safe, lax.neg(estimate))
     too_large, too_small = lax.ge(lax.abs(m), one), lax.lt(lax.abs(m), half)
     m = lax.select(too_large, lax.mul(m, half), lax.select(too_small, lax.mul(m, two), m))
     e = lax.add(estimate, lax.sub(_as(too_large, dtype), _as(too_small, dtype)))
-    zero = _typed(0, dtype)
+    zero = typed_constant(0, dtype)
     return lax.select(ordinary, m, x), lax.select(ordinary, e, zero), ordinary
 
 
@@ -106,8 +107,10 @@ def _as(x, dtype):
 def _step_above(e, dtype):
     """The distance from a float of exponent ``e`` (``frexp``'s) to the next one up."""
     info = dtypes.finfo(dtype)
-    precision = _typed(info.nmant + 1, dtype)
-    return lax.max(_power_of_two(lax.sub(e, precision)), _typed(info.smallest_subnormal, dtype))
+    precision = typed_constant(info.nmant + 1, dtype)
+    return lax.max(
+        _power_of_two(lax.sub(e, precision)), typed_constant(info.smallest_subnormal, dtype)
+    )
 
 
 @_register("frexp")
@@ -152,11 +155,13 @@ def spacing(x):
     info = dtypes.finfo(dtype)
     _, e, ordinary = _exponent_parts(x)
     step = _step_above(e, dtype)
-    step = lax.select(lax.eq(lax.abs(x), _typed(info.max, dtype)), _typed(np.inf, dtype), step)
-    signed = lax.select(lax.lt(x, _typed(0, dtype)), lax.neg(step), step)
-    zero = lax.eq(x, _typed(0, dtype))
-    nonzero = lax.select(ordinary, signed, _typed(np.nan, dtype))
-    return lax.select(zero, _typed(info.smallest_subnormal, dtype), nonzero)
+    step = lax.select(
+        lax.eq(lax.abs(x), typed_constant(info.max, dtype)), typed_constant(np.inf, dtype), step
+    )
+    signed = lax.select(lax.lt(x, typed_constant(0, dtype)), lax.neg(step), step)
+    zero = lax.eq(x, typed_constant(0, dtype))
+    nonzero = lax.select(ordinary, signed, typed_constant(np.nan, dtype))
+    return lax.select(zero, typed_constant(info.smallest_subnormal, dtype), nonzero)
 
 
 @_register("nextafter")
@@ -165,18 +170,26 @@ def nextafter(x1, x2):
     dtype = _real_float_dtype("nextafter", operand(x1), operand(x2))
     (x, y), _ = promote_and_broadcast(x1, x2, dtype=dtype, operation="nextafter")
     info = dtypes.finfo(dtype)
-    zero, one, tiny = _typed(0, dtype), _typed(1, dtype), _typed(info.smallest_subnormal, dtype)
+    zero, one, tiny = (
+        typed_constant(0, dtype),
+        typed_constant(1, dtype),
+        typed_constant(info.smallest_subnormal, dtype),
+    )
     m, e, ordinary = _exponent_parts(x)
     above = _step_above(e, dtype)
     # Below a power of two the floats are twice as dense.
-    power_of_two = lax.eq(lax.abs(m), _typed(0.5, dtype))
-    below = lax.max(lax.select(power_of_two, lax.mul(above, _typed(0.5, dtype)), above), tiny)
+    power_of_two = lax.eq(lax.abs(m), typed_constant(0.5, dtype))
+    below = lax.max(
+        lax.select(power_of_two, lax.mul(above, typed_constant(0.5, dtype)), above), tiny
+    )
     magnitude = lax.abs(x)
     away = lax.eq(lax.gt(y, x), lax.gt(x, zero))  # towards a larger magnitude
     moved = lax.select(away, lax.add(magnitude, above), lax.sub(magnitude, below))
     # The sign as a factor: -1 * 0.0 is -0.0, the float after -tiny towards 0.
     sign = lax.select(lax.lt(x, zero), lax.neg(one), one)
-    result = lax.select(ordinary, lax.mul(sign, moved), lax.mul(sign, _typed(info.max, dtype)))
+    result = lax.select(
+        ordinary, lax.mul(sign, moved), lax.mul(sign, typed_constant(info.max, dtype))
+    )
     result = lax.select(lax.eq(x, zero), lax.select(lax.gt(y, zero), tiny, lax.neg(tiny)), result)
     result = lax.select(lax.eq(x, y), y, result)
     either_nan = lax.bitwise_or(lax.ne(x, x), lax.ne(y, y))

@@ -17,8 +17,8 @@ from ..ir.errors import ConcretizationError, NumbaxTypeError, ShapeError
 from . import lax, shapes, ufuncs
 from .core import known_value
 from .indexing import known_index
-from .numpy_construction import _ints, static_value
-from .numpy_placement import _check_entries, _check_mode, _sequence, _wrap_or_clip
+from .numpy_construction import static_ints, static_value
+from .numpy_placement import array_sequence, check_entries, check_mode, wrap_or_clip
 from .promote import asarray, convert, normalize_axis
 from .source_info import error_at_user_line as _error
 
@@ -32,7 +32,7 @@ def _check_order(order, name: str):
 
 
 def _shape_arg(dims, name: str) -> tuple[int, ...]:
-    dims = _ints(dims, name, "the shape")
+    dims = static_ints(dims, name, "the shape")
     if min(dims, default=0) < 0:
         raise _error(ShapeError, f"numpy.{name}: dimensions must be non-negative, not {dims}")
     return dims
@@ -55,7 +55,7 @@ def _int_index(i, name: str):
 def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     dims = _shape_arg(dims, "ravel_multi_index")
     _check_order(order, "ravel_multi_index")
-    coordinates = _sequence(multi_index, "ravel_multi_index", "multi_index")
+    coordinates = array_sequence(multi_index, "ravel_multi_index", "multi_index")
     modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
     if 0 in dims or len(coordinates) != len(dims) or len(modes) != len(dims):
         raise _error(
@@ -68,11 +68,11 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     for coordinate, size, step, each in zip(
         coordinates, dims, _strides(dims, order), modes, strict=True
     ):
-        _check_mode(each, "numpy.ravel_multi_index")
+        check_mode(each, "numpy.ravel_multi_index")
         index = _int_index(coordinate, "ravel_multi_index")
         if each == "raise":
-            _check_entries(index, 0, size, "invalid entry in coordinates array")
-        index = _wrap_or_clip(index, size, "wrap" if each == "wrap" else "clip")
+            check_entries(index, 0, size, "invalid entry in coordinates array")
+        index = wrap_or_clip(index, size, "wrap" if each == "wrap" else "clip")
         total = ufuncs.add(total, ufuncs.multiply(index, np.int64(step)))
     return total
 
@@ -84,8 +84,8 @@ def unravel_index(indices, shape, order="C"):
     size = int(np.prod(dims, dtype=np.int64))
     if size == 0 and index.size:
         raise _error(ValueError, f"numpy.unravel_index: the shape {dims} has no entries")
-    _check_entries(index, 0, size, f"index out of bounds for array with size {size}")
-    index = _wrap_or_clip(index, size, "clip") if index.size else index
+    check_entries(index, 0, size, f"index out of bounds for array with size {size}")
+    index = wrap_or_clip(index, size, "clip") if index.size else index
     return tuple(
         ufuncs.remainder(ufuncs.floor_divide(index, np.int64(step)), np.int64(d))
         for d, step in zip(dims, _strides(dims, order), strict=True)
@@ -195,7 +195,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     bits = lax.reshape(bits, x.shape[:axis] + (length,) + x.shape[axis + 1 :])
     if count is None:
         return bits
-    count = int(_ints(count, "unpackbits", "count")[0])
+    count = int(static_ints(count, "unpackbits", "count")[0])
     if count < -length:
         raise _error(ShapeError, "numpy.unpackbits: -count larger than number of elements")
     kept = count if count >= 0 else length + count

@@ -41,16 +41,16 @@ from ..ir.errors import (
 from . import lax, reductions, shapes, ufuncs
 from .control_flow import map_rows
 from .core import Tracer, known_value
-from .functionalize import CAPTURED_FIX, _broadcasts, is_mutable, write, write_out
+from .functionalize import CAPTURED_FIX, broadcasts_to, is_mutable, write, write_out
 from .indexing import (
-    _in_axis_or_past_end,
-    _index_array,
     getitem,
+    in_axis_or_past_end,
+    index_array,
     known_index,
     take_along_axis,
     update,
 )
-from .numpy_construction import _ints, diag, static_value, tile
+from .numpy_construction import diag, static_ints, static_value, tile
 from .promote import (
     asarray,
     broadcast_shapes,
@@ -99,7 +99,7 @@ def _values(values, dtype, casting: str, name: str):
     if isinstance(values, (list, tuple)) and isinstance(asarray(values), Tracer):
         values = asarray(values)  # a list holding tracers
     if isinstance(values, (np.ndarray, Tracer)) and not is_weak(values):
-        return shapes._cast_all([values], dtype, casting, f"numpy.{name}")[0]
+        return shapes.cast_all([values], dtype, casting, f"numpy.{name}")[0]
     if isinstance(values, Tracer):  # a Python scalar argument of jit
         return convert(values, dtype)
     return python_scalar_as(values, dtype)
@@ -124,8 +124,8 @@ def copyto(dst, src, casting="same_kind", where=True):
     src = operand(src)
     if is_weak(src) and casting != "unsafe" and result_type(src, x) == x.dtype:
         casting = "unsafe"  # NEP 50: a Python scalar fits any dtype of its kind or above
-    (value,) = shapes._cast_all([src], x.dtype, casting, "numpy.copyto")
-    if not _broadcasts(value.shape, x.shape):
+    (value,) = shapes.cast_all([src], x.dtype, casting, "numpy.copyto")
+    if not broadcasts_to(value.shape, x.shape):
         raise _error(
             ShapeError,
             f"numpy.copyto: could not broadcast input array from shape {value.shape} into "
@@ -133,18 +133,18 @@ def copyto(dst, src, casting="same_kind", where=True):
         )
     value = lax.broadcast_to_rank(value, x.shape)
     if not reductions.is_unmasked(where):
-        value = lax.select(reductions._where_mask(where, x.shape, "numpy.copyto"), value, x)
+        value = lax.select(reductions.where_mask(where, x.shape, "numpy.copyto"), value, x)
     write(x, value, "numpy.copyto")
 
 
-def _check_mode(mode, name: str):
+def check_mode(mode, name: str):
     if mode not in (None, "raise", "wrap", "clip"):
         raise _error(
             ValueError, f"{name}: mode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})"
         )
 
 
-def _wrap_or_clip(index, size: int, mode: str):
+def wrap_or_clip(index, size: int, mode: str):
     """An index into ``size`` entries under ``mode='wrap'`` or ``'clip'`` (NumPy's)."""
     if mode == "wrap":
         return np.remainder(index, size)  # dispatches to numbax for a tracer
@@ -153,7 +153,7 @@ def _wrap_or_clip(index, size: int, mode: str):
 
 def put(a, ind, v, mode="raise"):
     x = _target(a, "put")
-    _check_mode(mode, "numpy.put")
+    check_mode(mode, "numpy.put")
     positions = shapes.ravel(convert(asarray(known_index(ind)), dtypes.int64))
     values = _values(v, x.dtype, "unsafe", "put")
     if positions.shape[0] == 0 or np.size(values) == 0:
@@ -161,9 +161,9 @@ def put(a, ind, v, mode="raise"):
     if x.size == 0:
         raise _error(IndexError, "numpy.put: cannot replace elements of an empty array")
     if mode not in (None, "raise"):
-        positions = _wrap_or_clip(positions, x.size, mode)
+        positions = wrap_or_clip(positions, x.size, mode)
     elif not isinstance(positions, Tracer):
-        positions = _index_array(positions, x.size, 0)  # NumPy's IndexError out of range
+        positions = index_array(positions, x.size, 0)  # NumPy's IndexError out of range
     # update drops a write at a traced position out of range
     _write_flat(x, positions, _cycled(values, positions.shape), "put")
 
@@ -231,14 +231,14 @@ def put_along_axis(arr, indices, values, axis):
     axis = normalize_axis(axis, lines.ndim, "put_along_axis")
     size = lines.shape[axis]
     if not isinstance(indices, Tracer):
-        _index_array(indices, size, axis)  # NumPy's IndexError for a concrete one
+        index_array(indices, size, axis)  # NumPy's IndexError for a concrete one
     # The flat position of every entry, one past the whole array for an index out of range
     # (a traced one), where the write is dropped.
     padding = [(0, int(k == axis)) for k in range(lines.ndim)]
     grid = np.pad(np.arange(x.size).reshape(lines.shape), padding, constant_values=x.size)
-    positions = take_along_axis(grid, _in_axis_or_past_end(indices, size), axis)
+    positions = take_along_axis(grid, in_axis_or_past_end(indices, size), axis)
     values = _values(values, x.dtype, "unsafe", "put_along_axis")
-    if not _broadcasts(np.shape(values), positions.shape):
+    if not broadcasts_to(np.shape(values), positions.shape):
         raise _error(
             ShapeError,
             f"numpy.put_along_axis: shape mismatch: value array of shape {np.shape(values)} "
@@ -279,13 +279,13 @@ def choose(a, choices, out=None, mode="raise"):
             f"numpy.choose: cannot cast array data from {index.dtype!r} to int64 according "
             "to the rule 'safe' (NumPy raises this too): pass integer indices",
         )
-    _check_mode(mode, "numpy.choose")
-    options = _sequence(choices, "choose", "choices")
+    check_mode(mode, "numpy.choose")
+    options = array_sequence(choices, "choose", "choices")
     count = len(options)
     if mode in (None, "raise"):
-        _check_entries(index, 0, count, "invalid entry in choice array")
+        check_entries(index, 0, count, "invalid entry in choice array")
     # A traced index out of range under 'raise' reads the nearest choice, as take reads.
-    index = _wrap_or_clip(convert(index, dtypes.int64), count, "wrap" if mode == "wrap" else "clip")
+    index = wrap_or_clip(convert(index, dtypes.int64), count, "wrap" if mode == "wrap" else "clip")
     shape = broadcast_shapes(np.shape(index), *(np.shape(c) for c in options), operation="choose")
     dtype = result_type(*options)
     stacked = shapes.stack([_broadcast(convert(c, dtype), shape) for c in options])
@@ -298,7 +298,7 @@ def _broadcast(x, shape):
     return lax.broadcast_to_rank(asarray(x), shape)
 
 
-def _sequence(arrays, name: str, what: str) -> list:
+def array_sequence(arrays, name: str, what: str) -> list:
     """The arrays of a sequence argument (the rows of an array), Python scalars kept."""
     if isinstance(arrays, (Tracer, np.ndarray)):
         items = [getitem(arrays, k) for k in range(arrays.shape[0] if arrays.ndim else 0)]
@@ -309,7 +309,7 @@ def _sequence(arrays, name: str, what: str) -> list:
     return items
 
 
-def _check_entries(index, low: int, high: int, message: str):
+def check_entries(index, low: int, high: int, message: str):
     """NumPy's ValueError for a concrete index outside ``[low, high)``."""
     known = index._value if isinstance(index, Tracer) else np.asarray(index)
     if known is not None and known.size and (known.min() < low or known.max() >= high):
@@ -318,7 +318,7 @@ def _check_entries(index, low: int, high: int, message: str):
 
 def resize(a, new_shape):
     x = asarray(a)
-    shape = _ints(new_shape, "resize", "new_shape")
+    shape = static_ints(new_shape, "resize", "new_shape")
     if min(shape, default=0) < 0:
         raise _error(ShapeError, "numpy.resize: all elements of `new_shape` must be non-negative")
     if x.size == 0 or 0 in shape:
@@ -399,7 +399,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 def apply_over_axes(func, a, axes):
     value = asarray(a)
     ndim = value.ndim
-    for axis in _ints(axes, "apply_over_axes", "axes"):
+    for axis in static_ints(axes, "apply_over_axes", "axes"):
         axis = axis + ndim if axis < 0 else axis
         result = asarray(func(value, axis))
         if result.ndim != value.ndim:

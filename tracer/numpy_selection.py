@@ -30,7 +30,7 @@ from . import lax, shapes
 from . import numpy_api as xnp
 from .core import known_value
 from .functionalize import write_out
-from .numpy_statistics import _truth
+from .numpy_statistics import as_bool
 from .promote import asarray, normalize_axes, normalize_axis
 from .sorting import (
     nonzero_positions,
@@ -39,18 +39,18 @@ from .sorting import (
 )
 from .source_info import error_at_user_line as _error
 
-_INDEX = dtypes.int64
+INDEX_DTYPE = dtypes.int64
 
 
-def _first_true(mask, size: int):
+def first_true(mask, size: int):
     """The positions of the first ``size`` true entries of the 1-D ``mask`` (padded with 0)
     and which of them are real."""
     positions = nonzero_positions(mask, size)
-    count = lax.reduce_sum(lax.convert_element_type(mask, _INDEX), (0,))
-    return positions, lax.iota(_INDEX, (size,), 0) < count
+    count = lax.reduce_sum(lax.convert_element_type(mask, INDEX_DTYPE), (0,))
+    return positions, lax.iota(INDEX_DTYPE, (size,), 0) < count
 
 
-def _take_padded(values, positions, real, fill, axis=0):
+def take_padded(values, positions, real, fill, axis=0):
     """``values`` at ``positions`` along ``axis``, ``fill`` where the slot is not real;
     ``fill=None`` (1-D only): the first real entry, or 0 when there is none."""
     shape = values.shape[:axis] + (positions.shape[0],) + values.shape[axis + 1 :]
@@ -64,17 +64,17 @@ def _take_padded(values, positions, real, fill, axis=0):
     return xnp.where(lax.broadcast_in_dim(real, shape, (axis,)), taken, fill)
 
 
-def _compact(values, mask, size: int, fill=None):
+def compact(values, mask, size: int, fill=None):
     """The first ``size`` entries of the 1-D ``values`` where ``mask`` holds, padded."""
-    positions, real = _first_true(mask, size)
-    return _take_padded(values, positions, real, fill)
+    positions, real = first_true(mask, size)
+    return take_padded(values, positions, real, fill)
 
 
 def _count_nonzero(value) -> int:
     return int(np.count_nonzero(value))
 
 
-def _given_size(size, name: str):
+def given_size(size, name: str):
     """``size=`` as an int (None stays None): a static, non-negative count."""
     if size is None:
         return None
@@ -103,17 +103,17 @@ def _fills(fill_value, ndim: int, name: str):
 
 def _coordinates(x, size, fill_value, name: str, call: str):
     """The coordinates of ``x``'s first ``size`` nonzero entries, one array per axis."""
-    mask = lax.reshape(_truth(x), (x.size,))
-    size = _given_size(size, name)
+    mask = lax.reshape(as_bool(x), (x.size,))
+    size = given_size(size, name)
     if size is None:
         size = static_size([mask], _count_nonzero, name, "nonzero entries", call)
-    flat, real = _first_true(mask, size)
+    flat, real = first_true(mask, size)
     coordinates = []
     for axis, fill in enumerate(_fills(fill_value, x.ndim, name)):
         stride = int(np.prod(x.shape[axis + 1 :], dtype=np.int64))
         coordinate = flat if x.size == 0 else (flat // stride) % np.int64(x.shape[axis])
         if fill is not None:
-            coordinate = xnp.where(real, coordinate, padding_value(fill, _INDEX, name))
+            coordinate = xnp.where(real, coordinate, padding_value(fill, INDEX_DTYPE, name))
         coordinates.append(coordinate)
     return coordinates
 
@@ -159,7 +159,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
 def _fitted_condition(condition, n: int, name: str):
     """The 1-D truth of ``condition`` as long as the axis: shorter is padded with False
     (NumPy truncates the selection); longer is fine where the extra entries are false."""
-    mask = _truth(condition)
+    mask = as_bool(condition)
     extra = mask.shape[0] - n
     if extra <= 0:
         return xnp.concatenate([mask, np.zeros(-extra, bool)])
@@ -180,12 +180,12 @@ def _fitted_condition(condition, n: int, name: str):
 def _compress(condition, x, axis, size, fill_value, name: str, call: str):
     """The slices of ``x`` along ``axis`` where the 1-D ``condition`` is true, padded."""
     mask = _fitted_condition(condition, x.shape[axis], name)
-    size = _given_size(size, name)
+    size = given_size(size, name)
     if size is None:
         size = static_size([mask], _count_nonzero, name, "selected entries", call)
-    positions, real = _first_true(mask, size)
+    positions, real = first_true(mask, size)
     fill = padding_value(fill_value, x.dtype, name)
-    return _take_padded(x, positions, real, fill, axis)
+    return take_padded(x, positions, real, fill, axis)
 
 
 def compress(condition, a, axis=None, out=None, *, size=None, fill_value=0):

@@ -23,11 +23,11 @@ from ..ir import dtypes
 from . import lax, shapes
 from . import numpy_api as xnp
 from .numpy_selection import (
-    _INDEX,
-    _compact,
-    _first_true,
-    _given_size,
-    _take_padded,
+    INDEX_DTYPE,
+    compact,
+    first_true,
+    given_size,
+    take_padded,
 )
 from .promote import asarray, convert, result_type
 from .sorting import padding_value, sorted_with_firsts, static_size, unique
@@ -95,13 +95,13 @@ def _distinct(x):
     """The sorted 1-D ``x``, its permutation and the mask of the first of each run of equal
     values (one NaN for all, as ``numpy.unique``)."""
     if x.size == 0:
-        return x, lax.iota(_INDEX, (0,), 0), np.zeros(0, bool)
+        return x, lax.iota(INDEX_DTYPE, (0,), 0), np.zeros(0, bool)
     return sorted_with_firsts(x, True)
 
 
 def _set_size(arrays, size, name: str, what: str, in_numpy):
     """``size=``, or the size of ``in_numpy``'s result for values known while tracing."""
-    size = _given_size(size, name)
+    size = given_size(size, name)
     if size is not None:
         return size
     call = f"{name}(ar1, ar2, size=n, fill_value=v)"
@@ -122,28 +122,30 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     fill = _fill(fill_value, a.dtype, "intersect1d")
     if assume_unique:
         # NumPy's algorithm, so that arrays which are not unique after all give its answer.
-        values, order = lax.sort([xnp.concatenate([a, b]), lax.iota(_INDEX, (a.size + b.size,))])
-        positions, real = _first_true(values[1:] == values[:-1], size)
+        values, order = lax.sort(
+            [xnp.concatenate([a, b]), lax.iota(INDEX_DTYPE, (a.size + b.size,))]
+        )
+        positions, real = first_true(values[1:] == values[:-1], size)
         firsts, seconds = order[:-1], order[1:] - np.int64(a.size)
     else:
         values, firsts, distinct = _distinct(a)
         matches = _matches(values, b)
-        positions, real = _first_true(distinct & xnp.any(matches, axis=-1), size)
+        positions, real = first_true(distinct & xnp.any(matches, axis=-1), size)
         seconds = _first_match(matches)
-    result = _take_padded(values, positions, real, fill)
+    result = take_padded(values, positions, real, fill)
     if not return_indices:
         return result
     return (
         result,
-        _take_padded(firsts, positions, real, None),
-        _take_padded(seconds, positions, real, None),
+        take_padded(firsts, positions, real, None),
+        take_padded(seconds, positions, real, None),
     )
 
 
 def _first_match(matches):
     """The position of the first true entry of each row (0 where the rows are empty)."""
     if matches.shape[1] == 0:
-        return lax.full(matches.shape[:1], 0, _INDEX)
+        return lax.full(matches.shape[:1], 0, INDEX_DTYPE)
     return lax.argmax(lax.convert_element_type(matches, dtypes.int8), 1)
 
 
@@ -164,9 +166,9 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     size = _set_size([a, b], size, "setdiff1d", "values only in ar1", in_numpy)
     fill = _fill(fill_value, a.dtype, "setdiff1d")
     if assume_unique:
-        return _compact(a, ~_members(a, b), size, fill)
+        return compact(a, ~_members(a, b), size, fill)
     values, _, distinct = _distinct(a)
-    return _compact(values, distinct & ~_members(values, b), size, fill)
+    return compact(values, distinct & ~_members(values, b), size, fill)
 
 
 def _only_in_one(a, b):
@@ -197,7 +199,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     size = _set_size([a, b], size, "setxor1d", "values in only one", in_numpy)
     fill = _fill(fill_value, a.dtype, "setxor1d")
     values, keep = _appearing_once(a, b) if assume_unique else _only_in_one(a, b)
-    return _compact(values, keep, size, fill)
+    return compact(values, keep, size, fill)
 
 
 # --------------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
 
 def _unique(x, size, fill_value, name: str, wanted):
     x = asarray(x)
-    size = _given_size(size, name)
+    size = given_size(size, name)
     if size is None:
         call = f"{name}(x, size=n, fill_value=v)"
         size = static_size(

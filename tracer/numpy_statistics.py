@@ -34,7 +34,7 @@ from .source_info import user_frame_info, warn_at_user_line
 def _logical(prim_fn, identity, name):
     def fn(a, axis=None, keepdims=False, *, where=True, **unsupported):
         refuse_unsupported(name, unsupported)
-        x = _truth(asarray(a))
+        x = as_bool(asarray(a))
         axes = ufunc_reduce_axes(axis, x.ndim, name)
         out = reductions.masked_reduce(prim_fn, x, axes, identity, where, name)
         return keep_dims(out, x.shape, axes, keepdims)
@@ -48,12 +48,12 @@ any = _logical(lax.reduce_max, False, "any")
 all = _logical(lax.reduce_min, True, "all")
 
 
-def _truth(x):
+def as_bool(x):
     return x if x.dtype == dtypes.bool_ else ufuncs.not_equal(x, 0)
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):
-    return reductions.sum(_truth(asarray(a)), axis=axis, keepdims=keepdims)
+    return reductions.sum(as_bool(asarray(a)), axis=axis, keepdims=keepdims)
 
 
 # ------------------------------------------------------------------ nan-reductions

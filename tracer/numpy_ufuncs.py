@@ -41,7 +41,7 @@ from .control_flow import while_loop
 from .core import Tracer
 from .promote import asarray, operand, promote_and_broadcast, result_type
 from .source_info import user_frame_info
-from .ufuncs import _arithmetic_dtype, _inexact_dtype, _typed
+from .ufuncs import arithmetic_dtype, inexact_dtype, typed_constant
 
 FUNCTIONS: dict = {}
 UFUNCS: dict = {}
@@ -70,7 +70,7 @@ def _or_complex(complex_fn):
     def decorate(real_fn):
         def fn(x):
             x = operand(x)
-            dtype = _inexact_dtype(x)
+            dtype = inexact_dtype(x)
             if not dtypes.is_complex(dtype):
                 return real_fn(x)
             (z,), _ = promote_and_broadcast(x, dtype=dtype, operation=real_fn.__name__)
@@ -85,7 +85,7 @@ def _or_complex(complex_fn):
 def _real_float(x, name):
     """``x`` in the float dtype NumPy computes a real-only unary ufunc in."""
     x = operand(x)
-    dtype = _inexact_dtype(x)
+    dtype = inexact_dtype(x)
     _refuse_complex(dtype, name)
     (x,), _ = promote_and_broadcast(x, dtype=dtype, operation=name)
     return x
@@ -93,7 +93,7 @@ def _real_float(x, name):
 
 def _float_binary(x, y, name):
     """Both operands in the dtype NumPy computes a float-only binary ufunc in."""
-    dtype = _inexact_dtype(operand(x), operand(y))
+    dtype = inexact_dtype(operand(x), operand(y))
     _refuse_complex(dtype, name)
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation=name)
     return x, y
@@ -114,7 +114,7 @@ def _odd(fn, x, negative):
 def _sqrt_one_minus_square(x):
     """``sqrt(1 - x*x)``: exact near +-1, where ``1 - x*x`` loses every digit; as a product
     of roots its infinite slope at +-1 is not multiplied by the zero of the other factor."""
-    one = _typed(1, x.dtype)
+    one = typed_constant(1, x.dtype)
     return lax.mul(lax.sqrt(lax.sub(one, x)), lax.sqrt(lax.add(one, x)))
 
 
@@ -140,7 +140,7 @@ def arccos(x):
 @_or_complex(complex_arctrig.arctan)
 def arctan(x):
     x = _real_float(x, "arctan")
-    return lax.atan2(x, _typed(1, x.dtype))
+    return lax.atan2(x, typed_constant(1, x.dtype))
 
 
 @_register(UFUNCS, "arcsinh", "asinh")
@@ -151,8 +151,8 @@ def arcsinh(x):
     itself below the square root of the precision, which keeps ``-0.0``."""
     x = _real_float(x, "arcsinh")
     dtype = x.dtype
-    large = _typed(_large(dtype), dtype)
-    one = _typed(1, dtype)
+    large = typed_constant(_large(dtype), dtype)
+    one = typed_constant(1, dtype)
 
     def magnitude(a):
         is_large = lax.gt(a, large)
@@ -161,11 +161,11 @@ def arcsinh(x):
         square = lax.mul(a_small, a_small)
         ratio = lax.div(square, lax.add(one, lax.sqrt(lax.add(one, square))))
         near = lax.log1p(lax.add(a_small, ratio))
-        far = lax.add(lax.log(a_large), _typed(math.log(2.0), dtype))
+        far = lax.add(lax.log(a_large), typed_constant(math.log(2.0), dtype))
         return lax.select(is_large, far, near)
 
-    tiny = lax.lt(lax.abs(x), _typed(1 / _large(dtype), dtype))
-    return lax.select(tiny, x, _odd(magnitude, x, lax.lt(x, _typed(0, dtype))))
+    tiny = lax.lt(lax.abs(x), typed_constant(1 / _large(dtype), dtype))
+    return lax.select(tiny, x, _odd(magnitude, x, lax.lt(x, typed_constant(0, dtype))))
 
 
 @_register(UFUNCS, "arccosh", "acosh")
@@ -175,12 +175,12 @@ def arccosh(x):
     slope is infinite), ``log(x) + log(2)`` for large ``x``."""
     x = _real_float(x, "arccosh")
     dtype = x.dtype
-    is_large = lax.gt(x, _typed(_large(dtype), dtype))
-    two = _typed(2, dtype)
+    is_large = lax.gt(x, typed_constant(_large(dtype), dtype))
+    two = typed_constant(2, dtype)
     x_large = lax.select(is_large, x, two)
-    t = lax.sub(lax.select(is_large, two, x), _typed(1, dtype))
+    t = lax.sub(lax.select(is_large, two, x), typed_constant(1, dtype))
     near = lax.log1p(lax.add(t, lax.mul(lax.sqrt(t), lax.sqrt(lax.add(t, two)))))
-    far = lax.add(lax.log(x_large), _typed(math.log(2.0), dtype))
+    far = lax.add(lax.log(x_large), typed_constant(math.log(2.0), dtype))
     return lax.select(is_large, far, near)
 
 
@@ -191,7 +191,7 @@ def arctanh(x):
     ``log1p``), odd to the last bit, and ``-0.0`` stays ``-0.0``."""
     x = _real_float(x, "arctanh")
     difference = lax.sub(lax.log1p(x), lax.log1p(lax.neg(x)))
-    return lax.mul(_typed(0.5, x.dtype), difference)
+    return lax.mul(typed_constant(0.5, x.dtype), difference)
 
 
 # --------------------------------------------------------------------------------------
@@ -204,15 +204,17 @@ def cbrt(x):
     up to ``ln|x| * 2**-54`` relatively, tens of ulps), with the sign of ``x``."""
     x = _real_float(x, "cbrt")
     dtype = x.dtype
-    third = _typed(1 / 3, dtype)
-    one = _typed(1, dtype)
+    third = typed_constant(1 / 3, dtype)
+    one = typed_constant(1, dtype)
 
     def magnitude(a):
-        regular = lax.bitwise_and(lax.gt(a, _typed(0, dtype)), lax.lt(a, _typed(np.inf, dtype)))
+        regular = lax.bitwise_and(
+            lax.gt(a, typed_constant(0, dtype)), lax.lt(a, typed_constant(np.inf, dtype))
+        )
         a_regular = lax.select(regular, a, one)
         y = lax.pow(a_regular, third)
         step = lax.sub(y, lax.div(a_regular, lax.mul(y, y)))
-        sharpened = lax.sub(y, lax.div(step, _typed(3, dtype)))
+        sharpened = lax.sub(y, lax.div(step, typed_constant(3, dtype)))
         # 0, inf and NaN are their own roots; pow keeps the slope at 0 infinite.
         return lax.select(regular, sharpened, lax.pow(a, third))
 
@@ -225,11 +227,11 @@ def hypot(x, y):
     or underflow in between; an infinity wins over a NaN, as in C."""
     x, y = _float_binary(x, y, "hypot")
     dtype = x.dtype
-    zero, one = _typed(0, dtype), _typed(1, dtype)
+    zero, one = typed_constant(0, dtype), typed_constant(1, dtype)
     x_bigger = lax.ge(lax.abs(x), lax.abs(y))
     m = lax.select(x_bigger, x, y)
     n = lax.select(x_bigger, y, x)
-    regular = lax.bitwise_and(lax.ne(m, zero), lax.lt(lax.abs(m), _typed(np.inf, dtype)))
+    regular = lax.bitwise_and(lax.ne(m, zero), lax.lt(lax.abs(m), typed_constant(np.inf, dtype)))
     m_regular = lax.select(regular, m, one)
     ratio = lax.div(lax.select(regular, n, zero), m_regular)
     scaled = lax.mul(lax.abs(m_regular), lax.sqrt(lax.add(one, lax.mul(ratio, ratio))))
@@ -251,7 +253,7 @@ def _scale_by(factors, name):
         if dtypes.is_narrow_float(x.dtype):  # NumPy's float16 loop scales in float32
             wide = lax.convert_element_type(x, dtypes.float32)
             return lax.convert_element_type(scale(wide), x.dtype)
-        return lax.mul(x, _typed(factors[x.dtype], x.dtype))
+        return lax.mul(x, typed_constant(factors[x.dtype], x.dtype))
 
     scale.__name__ = name
     return scale
@@ -270,17 +272,17 @@ def sinc(x):
     x = operand(x)
     (x,), _ = promote_and_broadcast(x, dtype=result_type(x, 1.0), operation="sinc")
     dtype = x.dtype
-    y = lax.mul(_typed(math.pi, dtype), x)
+    y = lax.mul(typed_constant(math.pi, dtype), x)
     # Below it the series' first dropped term, y**8 / 9!, is under the precision.
     threshold = (math.factorial(9) * dtypes.finfo(dtype).eps) ** 0.125
-    small = lax.lt(lax.abs(y), _typed(threshold, dtype))
-    y_large = lax.select(small, _typed(1, dtype), y)
+    small = lax.lt(lax.abs(y), typed_constant(threshold, dtype))
+    y_large = lax.select(small, typed_constant(1, dtype), y)
     quotient = lax.div(lax.sin(y_large), y_large)
     square = lax.mul(y, y)
-    series = _typed(-1 / math.factorial(7), dtype)
+    series = typed_constant(-1 / math.factorial(7), dtype)
     for k in (2, 1, 0):
         series = lax.add(
-            _typed((-1) ** k / math.factorial(2 * k + 1), dtype), lax.mul(square, series)
+            typed_constant((-1) ** k / math.factorial(2 * k + 1), dtype), lax.mul(square, series)
         )
     return lax.select(small, series, quotient)
 
@@ -296,7 +298,7 @@ def trunc(x):
         raise ufuncs.complex_refused("trunc")
     if not dtypes.is_float(x.dtype):
         return x  # NumPy 2 keeps integers (and bools) as they are
-    return lax.select(lax.lt(x, _typed(0, x.dtype)), lax.ceil(x), lax.floor(x))
+    return lax.select(lax.lt(x, typed_constant(0, x.dtype)), lax.ceil(x), lax.floor(x))
 
 
 @_register(FUNCTIONS, "fix")
@@ -310,7 +312,7 @@ def modf(x):
     ``(0.0, inf)``."""
     x = _real_float(x, "modf")
     whole = trunc(x)
-    part = lax.select(ufuncs.isinf(x), _typed(0, x.dtype), lax.sub(x, whole))
+    part = lax.select(ufuncs.isinf(x), typed_constant(0, x.dtype), lax.sub(x, whole))
     return _with_sign_of(part, x), whole
 
 
@@ -372,9 +374,9 @@ def copysign(x, y):
 def heaviside(x, h0):
     """0 below 0, ``h0`` at 0, 1 above; NaN stays NaN."""
     x, h0 = _float_binary(x, h0, "heaviside")
-    zero = _typed(0, x.dtype)
+    zero = typed_constant(0, x.dtype)
     at_zero = lax.select(lax.eq(x, zero), h0, x)  # x itself where it is NaN
-    above = lax.select(lax.gt(x, zero), _typed(1, x.dtype), at_zero)
+    above = lax.select(lax.gt(x, zero), typed_constant(1, x.dtype), at_zero)
     return lax.select(lax.lt(x, zero), zero, above)
 
 
@@ -389,10 +391,10 @@ def logaddexp2(x, y):
     below = lax.select(x_bigger, lax.sub(y, x), lax.sub(x, y))
     # Equal infinities: their difference is NaN, but 2**x == 2**y, so it is 0.
     equal_infinities = lax.bitwise_and(lax.ne(below, below), lax.eq(x, y))
-    below = lax.select(equal_infinities, _typed(0, dtype), below)
+    below = lax.select(equal_infinities, typed_constant(0, dtype), below)
     # NumPy multiplies by log2(e) rather than divide by log(2); so does this, rounding alike.
-    log2_e = _typed(1 / math.log(2.0), dtype)
-    return lax.add(big, lax.mul(lax.log1p(lax.pow(_typed(2, dtype), below)), log2_e))
+    log2_e = typed_constant(1 / math.log(2.0), dtype)
+    return lax.add(big, lax.mul(lax.log1p(lax.pow(typed_constant(2, dtype), below)), log2_e))
 
 
 # --------------------------------------------------------------------------------------
@@ -436,7 +438,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def _integer_operands(x1, x2, name):
-    dtype = _arithmetic_dtype(operand(x1), operand(x2))  # bools in int8, as NumPy
+    dtype = arithmetic_dtype(operand(x1), operand(x2))  # bools in int8, as NumPy
     if not dtypes.is_integer(dtype):
         raise NumbaxTypeError(
             at_line(
@@ -461,12 +463,12 @@ def _unsigned(x):
 def _gcd_of_magnitudes(a, b):
     """Euclid's ``(a, b) -> (b, a mod b)`` on every element until all of ``b`` is 0; an
     element already done keeps its ``a``."""
-    zero, one = _typed(0, a.dtype), _typed(1, a.dtype)
+    zero, one = typed_constant(0, a.dtype), typed_constant(1, a.dtype)
     every_axis = tuple(range(len(a.shape)))
 
     def running(carry):
         nonzero = lax.convert_element_type(lax.ne(carry[1], zero), dtypes.int32)
-        return lax.gt(lax.reduce_sum(nonzero, every_axis), _typed(0, dtypes.int32))
+        return lax.gt(lax.reduce_sum(nonzero, every_axis), typed_constant(0, dtypes.int32))
 
     def step(carry):
         a, b = carry
@@ -491,7 +493,7 @@ def lcm(x1, x2):
     a, b, dtype = _integer_operands(x1, x2, "lcm")
     a, b = _unsigned(a), _unsigned(b)
     divisor = _gcd_of_magnitudes(a, b)
-    zero, one = _typed(0, a.dtype), _typed(1, a.dtype)
+    zero, one = typed_constant(0, a.dtype), typed_constant(1, a.dtype)
     either_zero = lax.eq(divisor, zero)
     quotient = lax.div(a, lax.select(either_zero, one, divisor))
     multiple = lax.select(either_zero, zero, lax.mul(quotient, b))

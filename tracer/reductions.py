@@ -51,7 +51,7 @@ def as_1d_if_scalar(x):
     return lax.reshape(x, (1,)) if x.ndim == 0 else x
 
 
-def _where_mask(where, shape, name):
+def where_mask(where, shape, name):
     """``where=`` as a bool array of ``shape`` (NumPy broadcasts it against the array and
     casts it safely, so only bools are accepted)."""
     mask = asarray(where)
@@ -82,7 +82,7 @@ def masked(x, where, identity, name):
     """``x`` with the entries ``where=`` leaves out replaced by the reduction's identity."""
     if is_unmasked(where):
         return x
-    return lax.select(_where_mask(where, x.shape, name), x, np.asarray(identity, x.dtype))
+    return lax.select(where_mask(where, x.shape, name), x, np.asarray(identity, x.dtype))
 
 
 def _initial_value(initial, dtype, name):
@@ -194,7 +194,7 @@ def _count(x, axes, where, dtype):
     """How many entries each slice reduces: static without a mask, counted with one."""
     if is_unmasked(where):
         return np.asarray(np.prod([x.shape[a] for a in axes], dtype=np.int64), dtype)
-    mask = _where_mask(where, x.shape, "mean")
+    mask = where_mask(where, x.shape, "mean")
     return lax.reduce_sum(lax.convert_element_type(mask, dtype), axes)
 
 

@@ -133,7 +133,7 @@ def atleast_1d(x):
 _CASTING_RULES = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
-def _cast_all(xs, dtype, casting, operation):
+def cast_all(xs, dtype, casting, operation):
     """``xs`` in ``dtype`` (default: their result type), each cast checked against the
     ``casting`` rule as NumPy's ``can_cast`` does."""
     if casting not in _CASTING_RULES:
@@ -159,7 +159,7 @@ def _cast_all(xs, dtype, casting, operation):
     return [asarray(convert(x, target)) for x in xs]
 
 
-def _no_out(operation, out):
+def refuse_out(operation, out):
     if out is not None:
         raise UnsupportedFunctionError(
             at_line(
@@ -171,11 +171,11 @@ def _no_out(operation, out):
 
 
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    _no_out("concatenate", out)
+    refuse_out("concatenate", out)
     xs = [operand(a) for a in arrays]
     if not xs:
         raise _shape_error("concatenate needs at least one array")
-    xs = _cast_all(xs, dtype, casting, "concatenate")
+    xs = cast_all(xs, dtype, casting, "concatenate")
     if axis is None:
         xs, axis = [lax.reshape(x, (x.size,)) for x in xs], 0
     ndim = xs[0].ndim
@@ -195,7 +195,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    _no_out("stack", out)
+    refuse_out("stack", out)
     xs = [asarray(a) for a in arrays]
     if not xs:
         raise _shape_error("stack needs at least one array")
@@ -204,19 +204,19 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
             f"stack: all input arrays must have the same shape, got {[tuple(x.shape) for x in xs]}"
         )
     axis = normalize_axis(axis, xs[0].ndim + 1, "stack")
-    xs = _cast_all(xs, dtype, casting, "stack")
+    xs = cast_all(xs, dtype, casting, "stack")
     return concatenate([lax.expand_dims(x, (axis,)) for x in xs], axis=axis)
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
-    xs = _cast_all([atleast_1d(a) for a in tup], dtype, casting, "hstack")
+    xs = cast_all([atleast_1d(a) for a in tup], dtype, casting, "hstack")
     return concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
     xs = [asarray(a) for a in tup]
     xs = [lax.reshape(x, (1, x.size)) if x.ndim < 2 else x for x in xs]
-    return concatenate(_cast_all(xs, dtype, casting, "vstack"), axis=0)
+    return concatenate(cast_all(xs, dtype, casting, "vstack"), axis=0)
 
 
 def split(ary, indices_or_sections, axis=0):

@@ -45,7 +45,7 @@ from .promote import (
     result_type,
     shape_of,
 )
-from .reductions import _where_mask, is_unmasked, keep_dims, ufunc_reduce_axes
+from .reductions import is_unmasked, keep_dims, ufunc_reduce_axes, where_mask
 from .source_info import error_at_user_line as _error
 
 _NOT_GIVEN = object()  # ``initial=`` left out (NumPy's own marker is private)
@@ -210,7 +210,7 @@ class Ufunc:
                 lambda running, value: (self._combine(running, value), None), carry, items
             )
             return carry
-        keeps = _moved_to_front(_where_mask(where, x.shape, f"{self.__name__}.reduce"), axis)
+        keeps = _moved_to_front(where_mask(where, x.shape, f"{self.__name__}.reduce"), axis)
 
         def step(running, item):
             value, keep = item
@@ -222,7 +222,7 @@ class Ufunc:
     def _masked(self, x, where, fill):
         if is_unmasked(where):
             return x
-        keep = _where_mask(where, x.shape, f"{self.__name__}.reduce")
+        keep = where_mask(where, x.shape, f"{self.__name__}.reduce")
         return lax.select(keep, x, lax.broadcast_to_rank(fill, x.shape))
 
     # ------------------------------------------------------------------ accumulate

@@ -29,7 +29,7 @@ from .promote import (
 from .source_info import user_frame_info
 
 
-def _inexact_dtype(*xs) -> np.dtype:
+def inexact_dtype(*xs) -> np.dtype:
     """The dtype NumPy computes a transcendental ufunc in: bools and ints go to the
     narrowest float that holds them (int8 to float16, int16 to float32, int32 to
     float64)."""
@@ -39,7 +39,7 @@ def _inexact_dtype(*xs) -> np.dtype:
 def _float_unary(prim_fn, name):
     def fn(x):
         x = operand(x)
-        dtype = _inexact_dtype(x)
+        dtype = inexact_dtype(x)
         (x,), _ = promote_and_broadcast(x, dtype=dtype, operation=name)
         return prim_fn(x)
 
@@ -132,7 +132,9 @@ def round(x, decimals=0):
         rounded = round(lax.convert_element_type(x, dtypes.float64), decimals)
         return lax.convert_element_type(rounded, x.dtype)
     scale = 10.0**decimals
-    return lax.div(lax.round(lax.mul(x, _typed(scale, x.dtype))), _typed(scale, x.dtype))
+    return lax.div(
+        lax.round(lax.mul(x, typed_constant(scale, x.dtype))), typed_constant(scale, x.dtype)
+    )
 
 
 def positive(x):
@@ -149,21 +151,21 @@ def invert(x):
     return lax.logical_not(x)
 
 
-def _arithmetic_dtype(*xs) -> np.dtype:
+def arithmetic_dtype(*xs) -> np.dtype:
     """NumPy has no bool loop for most arithmetic ufuncs and computes bools in int8."""
     dtype = result_type(*xs)
     return dtypes.int8 if dtype == dtypes.bool_ else dtype
 
 
 def square(x):
-    (x,), _ = promote_and_broadcast(x, dtype=_arithmetic_dtype(operand(x)), operation="square")
+    (x,), _ = promote_and_broadcast(x, dtype=arithmetic_dtype(operand(x)), operation="square")
     return lax.integer_pow(x, 2)
 
 
 def reciprocal(x):
     x = operand(x)
-    (x,), _ = promote_and_broadcast(x, dtype=_arithmetic_dtype(x), operation="reciprocal")
-    return lax.div(_typed(1, x.dtype), x)
+    (x,), _ = promote_and_broadcast(x, dtype=arithmetic_dtype(x), operation="reciprocal")
+    return lax.div(typed_constant(1, x.dtype), x)
 
 
 def tan(x):
@@ -173,13 +175,13 @@ def tan(x):
 
 def sinh(x):
     x = _as_float(x, "sinh")
-    half = _typed(0.5, x.dtype)
+    half = typed_constant(0.5, x.dtype)
     return lax.mul(half, lax.sub(lax.exp(x), lax.exp(lax.neg(x))))
 
 
 def cosh(x):
     x = _as_float(x, "cosh")
-    half = _typed(0.5, x.dtype)
+    half = typed_constant(0.5, x.dtype)
     return lax.mul(half, lax.add(lax.exp(x), lax.exp(lax.neg(x))))
 
 
@@ -193,11 +195,11 @@ def _log_base(x, base: int, name: str):
         return complex_math.log_base(x, base)
     dtype = x.dtype
     limits, log_2 = dtypes.finfo(dtype), math.log(2, base)
-    lowest = _typed(math.ceil(log_2 * limits.minexp), dtype)
-    highest = _typed(math.floor(log_2 * (limits.maxexp - 1)), dtype)
-    log_base = _typed(math.log(base), dtype)
+    lowest = typed_constant(math.ceil(log_2 * limits.minexp), dtype)
+    highest = typed_constant(math.floor(log_2 * (limits.maxexp - 1)), dtype)
+    log_base = typed_constant(math.log(base), dtype)
     e = lax.min(lax.max(lax.round(lax.div(lax.log(x), log_base)), lowest), highest)
-    scaled = lax.div(x, lax.pow(_typed(base, dtype), e))
+    scaled = lax.div(x, lax.pow(typed_constant(base, dtype), e))
     return lax.add(e, lax.div(lax.log(scaled), log_base))
 
 
@@ -215,12 +217,12 @@ def exp2(x):
     x = _as_float(x, "exp2")
     if dtypes.is_complex(x.dtype):
         return complex_math.exp2(x)
-    return lax.pow(_typed(2, x.dtype), x)
+    return lax.pow(typed_constant(2, x.dtype), x)
 
 
 def arctan2(y, x):
     (y, x), _ = promote_and_broadcast(
-        y, x, dtype=_inexact_dtype(operand(y), operand(x)), operation="arctan2"
+        y, x, dtype=inexact_dtype(operand(y), operand(x)), operation="arctan2"
     )
     return lax.atan2(y, x)
 
@@ -257,7 +259,7 @@ def multiply(x, y):
 
 
 def fmod(x, y):
-    dtype = _arithmetic_dtype(operand(x), operand(y))
+    dtype = arithmetic_dtype(operand(x), operand(y))
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="fmod")
     return lax.rem(x, y)
 
@@ -319,25 +321,25 @@ divide = true_divide
 
 
 def floor_divide(x, y):
-    dtype = _arithmetic_dtype(operand(x), operand(y))
+    dtype = arithmetic_dtype(operand(x), operand(y))
     is_float = dtypes.is_float(dtype)
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="floor_divide")
     if is_float:
         return _float_divmod(x, y)[0]
     quotient = lax.div(x, y)  # truncates toward zero
     remainder = lax.rem(x, y)
-    zero = _typed(0, remainder.dtype)
+    zero = typed_constant(0, remainder.dtype)
     adjust = lax.bitwise_and(
         lax.ne(remainder, zero),
-        lax.ne(lax.lt(remainder, zero), lax.lt(y, _typed(0, remainder.dtype))),
+        lax.ne(lax.lt(remainder, zero), lax.lt(y, typed_constant(0, remainder.dtype))),
     )
-    return lax.select(adjust, lax.sub(quotient, _typed(1, quotient.dtype)), quotient)
+    return lax.select(adjust, lax.sub(quotient, typed_constant(1, quotient.dtype)), quotient)
 
 
 def negative_sign(x):
     """Whether the sign of float ``x`` is negative, ``-0.0`` included: atan2(-0.0, -1) is
     -pi."""
-    return lax.lt(lax.atan2(x, _typed(-1, x.dtype)), _typed(0, x.dtype))
+    return lax.lt(lax.atan2(x, typed_constant(-1, x.dtype)), typed_constant(0, x.dtype))
 
 
 def _float_divmod(x, y):
@@ -345,7 +347,7 @@ def _float_divmod(x, y):
     sign, computed from ``fmod`` so that they agree (``1 // 0.1`` is 9, not
     ``floor(1 / 0.1)`` = 10), with NumPy's signed zeros; division by 0 is ``x / y`` and
     ``fmod``."""
-    zero, one = _typed(0, x.dtype), _typed(1, x.dtype)
+    zero, one = typed_constant(0, x.dtype), typed_constant(1, x.dtype)
     mod = lax.rem(x, y)
     by_zero = lax.eq(y, zero)
     div = lax.div(lax.sub(x, mod), y)
@@ -356,7 +358,7 @@ def _float_divmod(x, y):
     mod = lax.select(lax.eq(mod, zero), signed_zero, mod)
     floor = lax.floor(div)
     snapped = lax.select(
-        lax.gt(lax.sub(div, floor), _typed(0.5, x.dtype)), lax.add(floor, one), floor
+        lax.gt(lax.sub(div, floor), typed_constant(0.5, x.dtype)), lax.add(floor, one), floor
     )
     quotient = lax.div(x, y)
     zero_quotient = lax.select(negative_sign(quotient), lax.neg(zero), zero)
@@ -366,12 +368,12 @@ def _float_divmod(x, y):
 
 def remainder(x, y):
     """Python's modulo: the result takes the sign of the divisor, as np.remainder."""
-    dtype = _arithmetic_dtype(operand(x), operand(y))
+    dtype = arithmetic_dtype(operand(x), operand(y))
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="remainder")
     if dtypes.is_float(dtype):
         return _float_divmod(x, y)[1]
     r = lax.rem(x, y)
-    zero = _typed(0, r.dtype)
+    zero = typed_constant(0, r.dtype)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
     return lax.select(fix, lax.add(r, y), r)
 
@@ -431,14 +433,14 @@ def logaddexp(x, y):
     so every derivative is exact, at ``x == y`` too (``max``'s tie rule and ``abs``'s kink
     would make the second derivative 0 there instead of 1/4).
     """
-    dtype = _inexact_dtype(operand(x), operand(y))
+    dtype = inexact_dtype(operand(x), operand(y))
     (x, y), _ = promote_and_broadcast(x, y, dtype=dtype, operation="logaddexp")
     x_bigger = lax.ge(x, y)
     big = lax.select(x_bigger, x, y)
     below = lax.select(x_bigger, lax.sub(y, x), lax.sub(x, y))
     # Equal infinities: their difference is NaN, but exp(x) == exp(y), so it is 0.
     equal_infinities = lax.bitwise_and(lax.ne(below, below), lax.eq(x, y))
-    below = lax.select(equal_infinities, _typed(0, dtype), below)
+    below = lax.select(equal_infinities, typed_constant(0, dtype), below)
     return lax.add(big, lax.log1p(lax.exp(below)))
 
 
@@ -524,9 +526,9 @@ def _to_bool(x):
 
 def _as_float(x, name):
     x = operand(x)
-    (x,), _ = promote_and_broadcast(x, dtype=_inexact_dtype(x), operation=name)
+    (x,), _ = promote_and_broadcast(x, dtype=inexact_dtype(x), operation=name)
     return x
 
 
-def _typed(value, dtype):
+def typed_constant(value, dtype):
     return np.asarray(value).astype(dtype)

@@ -166,7 +166,7 @@ def _basic(index) -> bool:
         i is None
         or i is Ellipsis
         or isinstance(i, slice)
-        or indexing._is_int_scalar(i)
+        or indexing.is_int_scalar(i)
         or (isinstance(i, Tracer) and i.ndim == 0 and i.dtype.kind in "iu")
         for i in items
     )

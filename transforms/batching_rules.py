@@ -38,7 +38,7 @@ ELEMENTWISE = [
 ]
 
 
-def _elementwise_rule(name):
+def elementwise_rule(name):
     prim = PRIMITIVES[name]
 
     def rule(args, dims, **params):
@@ -64,7 +64,7 @@ def _elementwise_rule(name):
 
 
 for _name in ELEMENTWISE:
-    register_rule(_name)(_elementwise_rule(_name))
+    register_rule(_name)(elementwise_rule(_name))
 
 
 def _shifted(axis: int, dim: int) -> int:

@@ -21,7 +21,7 @@ from ..tracer import lax
 from ..tracer import numpy_complex as cx
 from . import derivatives as d
 from .batching import register_rule
-from .batching_rules import _elementwise_rule
+from .batching_rules import elementwise_rule
 from .jvp import jvp_rules, linear, unary
 from .vjp_rules import register as register_vjp
 from .vjp_rules import vjp_rules
@@ -78,7 +78,7 @@ register_vjp("conj", _conj_transpose)
 register_vjp("complex", _complex_transpose)
 
 for _name in ("real", "imag", "conj", "complex"):
-    register_rule(_name)(_elementwise_rule(_name))
+    register_rule(_name)(elementwise_rule(_name))
 
 
 # --- abs of a complex number: real-valued, so not holomorphic --------------------------------
