@@ -430,6 +430,8 @@ class JitFunction:
         else:
             self._count_hit()
         closed, out_tree = entry.closed, entry.out_tree
+        if entry.writes:
+            functionalize.refuse_aliased_writes(leaves, entry.writes, self.__name__)
         if current_trace() is not None and any(isinstance(x, Tracer) for x in leaves):
             entry.log_trace_only(self.__name__)
             jaxpr, consts = closure_convert(closed)

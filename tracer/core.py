@@ -68,12 +68,18 @@ class Trace:
         key = id(outer)
         if key not in self._lifted:
             if isinstance(outer, Tracer):
-                aval, value = outer.aval, outer._value
+                aval, value, const = outer.aval, outer._value, outer
             else:
                 aval, value = aval_of(outer), outer
+                if isinstance(outer, np.ndarray) and outer.flags.writeable:
+                    # A global or closed-over array is read when the function is traced,
+                    # as JAX reads it: a copy, so that what was folded from it and what
+                    # the program reads agree when the caller later writes into it.
+                    value = outer.copy()
+                const = value
             tracer = Tracer(self, aval, value)
             self.constvars.append(tracer._var)
-            self.const_values.append(outer)
+            self.const_values.append(const)
             self._lifted[key] = (outer, tracer)
         return self._lifted[key][1]
 

@@ -306,6 +306,79 @@ def refuse_argument_writes(arguments, entry_vars, transform: str) -> None:
         )
 
 
+def traced_overlap(a: Tracer, b: Tracer, numpy_function=np.shares_memory, **work) -> bool:
+    """Whether two traced handles are one memory where NumPy would say so: the same
+    handle, or views of one storage whose probes ``numpy_function`` finds overlapping.
+    Every other traced array is memory of its own."""
+    if a is b and a._view is None:
+        return bool(is_mutable(a) and a.size)
+    if a._view is None or b._view is None or a._view.storage is not b._view.storage:
+        return False
+    return bool(numpy_function(a._view.probe, b._view.probe, **work))
+
+
+def _device_extent(x) -> tuple[int, int]:
+    """The bytes ``[low, high)`` a device array's elements span (CUDA array interface)."""
+    interface = x.__cuda_array_interface__
+    shape, strides = interface["shape"], interface.get("strides")
+    itemsize = np.dtype(interface["typestr"]).itemsize
+    if strides is None:
+        strides = tuple(
+            int(np.prod(shape[k + 1 :], dtype=np.int64)) * itemsize for k in range(len(shape))
+        )
+    low = high = interface["data"][0]
+    for n, stride in zip(shape, strides, strict=True):
+        low, high = (low + (n - 1) * stride, high) if stride < 0 else (low, high + (n - 1) * stride)
+    return low, high + itemsize
+
+
+def _arguments_overlap(a, b) -> bool:
+    """Whether two arguments of a call share memory (exactly, for NumPy arrays)."""
+    if isinstance(a, Tracer) and isinstance(b, Tracer):
+        return traced_overlap(a, b)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if not np.may_share_memory(a, b):
+            return False
+        try:
+            return bool(np.shares_memory(a, b, max_work=1 << 20))
+        except np.exceptions.TooHardError:
+            return True  # too costly to decide exactly: taken as shared
+    if all(hasattr(x, "__cuda_array_interface__") for x in (a, b)):
+        if 0 in a.__cuda_array_interface__["shape"] or 0 in b.__cuda_array_interface__["shape"]:
+            return False
+        (low_a, high_a), (low_b, high_b) = _device_extent(a), _device_extent(b)
+        return low_a < high_b and low_b < high_a
+    return False
+
+
+def refuse_aliased_writes(leaves, writes, name: str) -> None:
+    """Refuse a call whose written argument shares memory with another argument: each
+    argument is traced as an array of its own, so a write into one would not show in the
+    other, as it does in NumPy."""
+    for position in writes:
+        for other, leaf in enumerate(leaves):
+            if other != position and _arguments_overlap(leaves[position], leaf):
+                written, shared = (_describe(leaves[k]) for k in (position, other))
+                raise InPlaceUpdateError(
+                    at_line(
+                        f"{name} writes in place into an argument ({written}) that shares "
+                        f"memory with another of its arguments ({shared}): one array passed "
+                        "twice, or a view of it. numbax traces each argument as an array of "
+                        "its own, so the write would not show in the other as it does in "
+                        "NumPy. Pass a copy (x.copy()) as one of them, or pass the array once",
+                        user_frame_info(),
+                    )
+                )
+
+
+def _describe(leaf) -> str:
+    shape = getattr(leaf, "shape", None)
+    dtype = getattr(leaf, "dtype", None)
+    return (
+        f"{dtype}{list(shape)}" if shape is not None and dtype is not None else type(leaf).__name__
+    )
+
+
 def write_back(argument, value) -> None:
     """Put a jitted function's final value of a written argument into the caller's
     array: a traced caller's handle is rebound, a NumPy array written in place (NumPy's

@@ -12,8 +12,9 @@ Decisions:
   and its views) overlap exactly where NumPy's arrays would (NumPy answers on their probes,
   which have the arrays' layout). numbax takes every other traced array for memory of its
   own: each result, each argument of a traced function (were the caller to pass one
-  array twice, NumPy would say True; numbax traces the two arguments as two arrays), and
-  a traced array against a NumPy array (a constant of the program) is False.
+  array twice, NumPy would say True; numbax traces the two arguments as two arrays, and
+  refuses the call when the function writes into one of them), and a traced array
+  against a NumPy array (a constant of the program, a copy taken while tracing) is False.
 
 Each name in ``FUNCTIONS`` joins ``numbax.numpy`` and NumPy's dispatch tables
 (``tracer/numpy_api.py``).
@@ -25,7 +26,7 @@ import numpy as np
 
 from ..ir.errors import ConcretizationError
 from .core import Tracer
-from .functionalize import is_mutable
+from .functionalize import traced_overlap
 from .source_info import error_at_user_line as _error
 
 # --------------------------------------------------------------------------------------
@@ -86,13 +87,9 @@ def _memory_query(numpy_function):
         work = {} if max_work is None else {"max_work": max_work}
         if not (isinstance(a, Tracer) or isinstance(b, Tracer)):
             return _ask_numpy(numpy_function, a, b, **work)
-        if a is b and a._view is None:
-            return bool(is_mutable(a) and a.size)
         if not (isinstance(a, Tracer) and isinstance(b, Tracer)):
             return False  # a traced array and a constant of the program
-        if a._view is None or b._view is None or a._view.storage is not b._view.storage:
-            return False
-        return bool(numpy_function(a._view.probe, b._view.probe, **work))
+        return traced_overlap(a, b, numpy_function, **work)
 
     fn.__name__ = fn.__qualname__ = numpy_function.__name__
     fn.__doc__ = f"""NumPy's ``{numpy_function.__name__}``, decided from numbax's views (see the

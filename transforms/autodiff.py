@@ -203,7 +203,11 @@ def trace_with_respect_to(
         return traced_fun(*full, **kwargs)
 
     restricted.needs_concrete_values = needs_concrete_values(fun)
-    return trace_function(restricted, tuple(args[i] for i in positions), keep_values=True)
+    restricted.__name__ = getattr(fun, "__name__", "the function")
+    others = (tuple(a for i, a in enumerate(args) if i not in positions), kwargs)
+    return trace_function(
+        restricted, tuple(args[i] for i in positions), keep_values=True, constants=others
+    )
 
 
 def split_aux(traced: Traced, has_aux: bool):

@@ -64,9 +64,15 @@ def needs_concrete_values(fun) -> bool:
 
 
 def trace_function(
-    fun: Callable, args: tuple, kwargs: dict | None = None, keep_values: bool = False
+    fun: Callable,
+    args: tuple,
+    kwargs: dict | None = None,
+    keep_values: bool = False,
+    constants: tuple = (),
 ) -> Traced:
-    """Trace ``fun(*args, **kwargs)`` over the leaves of ``(args, kwargs)``."""
+    """Trace ``fun(*args, **kwargs)`` over the leaves of ``(args, kwargs)``.
+    ``constants`` are the caller's other arguments that ``fun`` closes over (a
+    transform's non-differentiated ones): a written argument may not share their memory."""
     leaves, in_tree = tree_flatten((tuple(args), kwargs or {}))
     avals_weak = [argument_aval(leaf) for leaf in leaves]
     operands = [as_operand(leaf, a) for leaf, (a, _) in zip(leaves, avals_weak, strict=True)]
@@ -100,6 +106,11 @@ def trace_function(
     # Eager (concrete) on NumPy arrays, a written argument is written back to the caller's
     # array as NumPy would leave it; the derivative is of the function of its value on
     # entry, which the transform keeps a copy of.
+    if finals:
+        name = getattr(fun, "__name__", "the function")
+        functionalize.refuse_aliased_writes(
+            leaves + tree_flatten(constants)[0], [i for i, _ in finals], name
+        )
     for i, final in finals:
         values[i] = operands[i] = values[i].copy()
         functionalize.write_back(leaves[i], final)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import numbax
+from numbax.tracer import functionalize
 
 RNG = np.random.default_rng(0)
 
@@ -334,6 +335,84 @@ def test_a_read_only_argument_gets_numpys_error():
         numbax.jit(scale_in_place)(x)
 
 
+def _write_then_read(a, b):
+    a[0] = 100.0
+    return b * 2
+
+
+@pytest.mark.parametrize(
+    "second",
+    [lambda x: x, lambda x: x[:], lambda x: x[::-1], lambda x: x.reshape(2, 2)[:, 0]],
+    ids=["same", "view", "reversed", "column"],
+)
+def test_a_written_argument_that_shares_memory_with_another_is_refused(second, backend):
+    x = np.arange(4.0)
+    with pytest.raises(
+        numbax.InPlaceUpdateError,
+        match=r"_write_then_read writes in place into an argument \(float64\[4\]\) that "
+        r"shares memory with another(.|\n)*test_inplace.py:",
+    ):
+        numbax.jit(_write_then_read, backend=backend)(x, second(x))
+    np.testing.assert_array_equal(x, np.arange(4.0))  # nothing ran
+
+
+def test_arguments_of_one_memory_that_do_not_overlap_or_are_only_read_are_accepted(backend):
+    x = np.arange(4.0)
+    got = numbax.jit(_write_then_read, backend=backend)(x[:2], x[2:])
+    np.testing.assert_array_equal(got, [4.0, 6.0])
+    np.testing.assert_array_equal(x, [100.0, 1.0, 2.0, 3.0])
+    y = np.arange(4.0)
+    np.testing.assert_array_equal(numbax.jit(np.add, backend=backend)(y, y), 2 * y)
+
+
+def test_a_traced_array_passed_twice_to_a_writing_jit_is_refused():
+    inner = numbax.jit(_write_then_read)
+
+    @numbax.jit
+    def outer(x):
+        return inner(x, x)
+
+    with pytest.raises(numbax.InPlaceUpdateError, match="shares memory with another"):
+        outer(np.arange(4.0))
+
+
+def _write_then_multiply(a, b):
+    a[0] = 100.0
+    return (a * b).sum()
+
+
+@pytest.mark.parametrize(
+    "transform, x",
+    [
+        (lambda f: numbax.grad(f), np.arange(1.0, 5.0)),
+        (lambda f: numbax.grad(f, argnums=(0, 1)), np.arange(1.0, 5.0)),
+        (lambda f: numbax.vmap(f), np.arange(1.0, 9.0).reshape(2, 4)),
+    ],
+    ids=["grad", "grad-both", "vmap"],
+)
+def test_transforms_refuse_a_written_argument_that_shares_memory_with_another(transform, x):
+    """NumPy's f(x, x) reads the write through b; numbax would read b's entry value."""
+    before = x.copy()
+    with pytest.raises(numbax.InPlaceUpdateError, match="_write_then_multiply writes in place"):
+        transform(_write_then_multiply)(x, x)
+    np.testing.assert_array_equal(x, before)
+    y = before.copy()
+    got = transform(_write_then_multiply)(y, y.copy())
+    assert y.ravel()[0] == 100.0 and np.all(np.isfinite(got))
+
+
+def test_a_captured_array_is_read_when_the_function_is_traced(backend):
+    """A global array is a constant taken when tracing (as in JAX and Numba): what is
+    folded from it and what the program reads agree after the caller writes into it."""
+    table = np.arange(4.0)
+    fn = numbax.jit(lambda x: (x + table, x + table * 2), backend=backend)
+    fn(np.zeros(4))
+    table[0] = 50.0
+    read, folded = fn(np.zeros(4))
+    np.testing.assert_array_equal(read, np.arange(4.0))
+    np.testing.assert_array_equal(folded, 2 * np.arange(4.0))
+
+
 def _mutates_both(x, y):
     x *= 2.0
     y[0] += x.sum()
@@ -465,3 +544,38 @@ def test_methods_in_place_return_none_and_sizes_are_numpys():
         sizes, transposed = numbax.jit(f, backend="interpret")(x)
         np.testing.assert_array_equal(sizes, [x.itemsize, x.nbytes])
         np.testing.assert_array_equal(transposed, x.mT)
+
+
+class _DeviceArray:
+    """The CUDA array interface of a device array at byte ``address`` (nothing is read)."""
+
+    def __init__(self, address, shape, strides=None, typestr="<f8"):
+        self.shape, self.dtype = shape, np.dtype(typestr)
+        self.__cuda_array_interface__ = {
+            "data": (address, False),
+            "shape": shape,
+            "strides": strides,
+            "typestr": typestr,
+            "version": 3,
+        }
+
+
+@pytest.mark.parametrize(
+    "second, shared",
+    [
+        (_DeviceArray(1000, (4,)), True),  # the same memory
+        (_DeviceArray(1024, (2,)), True),  # its last two elements
+        (_DeviceArray(1024, (2,), strides=(-8,)), True),  # reversed: 1024 and 1016
+        (_DeviceArray(1032, (4,)), False),  # just past its end
+        (_DeviceArray(968, (4,)), False),  # just before it
+        (_DeviceArray(1000, (0,)), False),  # empty
+    ],
+)
+def test_device_arguments_are_compared_by_the_bytes_they_span(second, shared):
+    first = _DeviceArray(1000, (4,))
+    refuse = functionalize.refuse_aliased_writes
+    if shared:
+        with pytest.raises(numbax.InPlaceUpdateError, match=r"float64\[4\]"):
+            refuse([first, second], [0], "f")
+    else:
+        refuse([first, second], [0], "f")
