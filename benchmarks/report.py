@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -94,6 +95,65 @@ def _header_lines(results: list[WorkloadResult], machine: dict, options: dict) -
     ]
 
 
+def _median(result: WorkloadResult, implementation: str) -> float | None:
+    for row in result.rows:
+        if row.implementation == implementation and row.status == OK:
+            return row.timing.median_s
+    return None
+
+
+def _geomean(ratios: list[float]) -> float:
+    return math.exp(sum(map(math.log, ratios)) / len(ratios))
+
+
+def group_summary(results: list[WorkloadResult]) -> list[str]:
+    """The kernel group's figures, as issue #15 states its targets: numbax's geometric
+    mean over the kernels against JAX's and hand-written Numba's, the slowest kernel
+    against the faster of the two, and the same for first calls against JAX's. Empty
+    when the run has no kernels."""
+    lines = []
+    steady = [r for r in results if r.workload.style == "kernel"]
+    ratios = {}
+    for peer in ("jax", "numba"):
+        ratios[peer] = [
+            numbax / other
+            for r in steady
+            if (numbax := _median(r, "numbax")) and (other := _median(r, peer))
+        ]
+    against_faster = [
+        (numbax / min(others), r.workload.name)
+        for r in steady
+        if (numbax := _median(r, "numbax"))
+        and (others := [t for peer in ("jax", "numba") if (t := _median(r, peer))])
+    ]
+    if against_faster:
+        means = ", ".join(
+            f"{_format_ratio(_geomean(v))} {peer} ({len(v)} kernels)"
+            for peer, v in ratios.items()
+            if v
+        )
+        worst, name = max(against_faster)
+        lines.append(
+            f"kernel group, numbax's time: geometric mean {means}; slowest against the "
+            f"faster peer: {name} {_format_ratio(worst)}"
+        )
+    first = [
+        (numbax / jax, r.workload.name)
+        for r in results
+        if r.workload.style == "first_call"
+        and (numbax := _median(r, "numbax"))
+        and (jax := _median(r, "jax"))
+    ]
+    if first:
+        worst, name = max(first)
+        mean = _format_ratio(_geomean([ratio for ratio, _ in first]))
+        lines.append(
+            f"kernel group, first calls: geometric mean {mean} jax ({len(first)} kernels); "
+            f"slowest: {name} {_format_ratio(worst)}"
+        )
+    return lines
+
+
 def _truncate(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -111,7 +171,7 @@ def format_table(results: list[WorkloadResult], machine: dict, options: dict) ->
         cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
         return "  ".join(cells).rstrip()
 
-    text = [*_header_lines(results, machine, options), "", render(COLUMNS)]
+    text = [*_header_lines(results, machine, options), *group_summary(results), "", render(COLUMNS)]
     text.append("  ".join("-" * width for width in widths))
     for result, lines in groups:
         text.append(f"{'':{widths[0]}}  # {result.workload.title}, {result.workload.size}")
@@ -131,6 +191,7 @@ def format_markdown(results: list[WorkloadResult], machine: dict, options: dict)
         "",
     ]
     lines += [f"- {line}" for line in _header_lines(results, machine, options)]
+    lines += [f"- {line}" for line in group_summary(results)]
     lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for result in results:
         for line in _cells(result):
