@@ -71,10 +71,12 @@ class Trace:
                 aval, value, const = outer.aval, outer._value, outer
             else:
                 aval, value = aval_of(outer), outer
-                if isinstance(outer, np.ndarray) and outer.flags.writeable:
+                if isinstance(outer, np.ndarray):
                     # A global or closed-over array is read when the function is traced,
                     # as JAX reads it: a copy, so that what was folded from it and what
-                    # the program reads agree when the caller later writes into it.
+                    # the program reads agree when the caller later writes into it (a
+                    # read-only array may be a view of a writeable one, or be made
+                    # writeable again).
                     value = outer.copy()
                 const = value
             tracer = Tracer(self, aval, value)

@@ -401,11 +401,18 @@ def test_transforms_refuse_a_written_argument_that_shares_memory_with_another(tr
     assert y.ravel()[0] == 100.0 and np.all(np.isfinite(got))
 
 
-def test_a_captured_array_is_read_when_the_function_is_traced(backend):
+@pytest.mark.parametrize(
+    "capture",
+    [lambda table: table, lambda table: np.broadcast_to(table, (4,))],
+    ids=["array", "read-only view"],
+)
+def test_a_captured_array_is_read_when_the_function_is_traced(capture, backend):
     """A global array is a constant taken when tracing (as in JAX and Numba): what is
-    folded from it and what the program reads agree after the caller writes into it."""
+    folded from it and what the program reads agree after the caller writes into it,
+    also through a read-only view of a writeable array."""
     table = np.arange(4.0)
-    fn = numbax.jit(lambda x: (x + table, x + table * 2), backend=backend)
+    captured = capture(table)
+    fn = numbax.jit(lambda x: (x + captured, x + captured * 2), backend=backend)
     fn(np.zeros(4))
     table[0] = 50.0
     read, folded = fn(np.zeros(4))
