@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numbax
 from numbax.tracer import functionalize
@@ -586,3 +588,44 @@ def test_device_arguments_are_compared_by_the_bytes_they_span(second, shared):
             refuse([first, second], [0], "f")
     else:
         refuse([first, second], [0], "f")
+
+
+def _slice_view(base, spec):
+    """A view of ``base`` (12 elements): a strided slice of it, flat or of its 3x4 form."""
+    flat, (start, stop, step), (row_step, column_step) = spec
+    if flat:
+        return base[start:stop:step]
+    return base.reshape(3, 4)[::row_step, ::column_step]
+
+
+def _double_then_read(a, b):
+    a *= 2.0
+    a += 1.0
+    return b * 3.0
+
+
+_VIEWS = st.tuples(
+    st.booleans(),
+    st.tuples(st.integers(0, 11), st.integers(1, 12), st.sampled_from([1, 2, 3, -1, -2])),
+    st.tuples(st.sampled_from([1, 2, -1]), st.sampled_from([1, 3, -1, -2])),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(first=_VIEWS, second=_VIEWS)
+def test_two_views_of_one_array_give_numpys_answer_or_are_refused_when_they_overlap(first, second):
+    """The oracle is NumPy on a copy: a call whose written argument overlaps the other is
+    refused and writes nothing; every other call gives NumPy's result and leaves NumPy's
+    values in the caller's array."""
+    base = np.arange(12.0)
+    a, b = _slice_view(base, first), _slice_view(base, second)
+    numpy_base = base.copy()
+    want = _double_then_read(_slice_view(numpy_base, first), _slice_view(numpy_base, second))
+    jitted = numbax.jit(_double_then_read, backend="interpret")
+    if np.shares_memory(a, b) and a.size:
+        with pytest.raises(numbax.InPlaceUpdateError, match="shares memory"):
+            jitted(a, b)
+        np.testing.assert_array_equal(base, np.arange(12.0))
+    else:
+        np.testing.assert_array_equal(jitted(a, b), want)
+        np.testing.assert_array_equal(base, numpy_base)
