@@ -49,6 +49,8 @@ class Trace:
         # id(outer value) -> (outer value, lifted tracer). The outer value is kept
         # alive here so its id cannot be reused while the trace runs.
         self._lifted: dict[int, tuple[object, Tracer]] = {}
+        # Each NumPy array lifted: the array, the copy the program holds, its aval.
+        self._read_arrays: list[tuple[np.ndarray, np.ndarray, ShapedArray]] = []
         # Equation output -> its concrete value, kept only when a transform sets this to
         # a dict before tracing: eager ``grad`` reads its residuals here instead of
         # computing the forward a second time.
@@ -78,6 +80,7 @@ class Trace:
                     # read-only array may be a view of a writeable one, or be made
                     # writeable again).
                     value = outer.copy()
+                    self._read_arrays.append((outer, value, aval))
                 const = value
             tracer = Tracer(self, aval, value)
             self.constvars.append(tracer._var)
@@ -115,9 +118,39 @@ class Trace:
         return value
 
     def to_jaxpr(self, outputs) -> ClosedJaxpr:
+        self._refuse_written_constants()
         outvars = [self.atom(out) for out in outputs]
         jaxpr = Jaxpr(list(self.constvars), list(self.invars), list(self.eqns), outvars)
         return ClosedJaxpr(jaxpr, list(self.const_values))
+
+    def _refuse_written_constants(self) -> None:
+        """Refuse a trace during which an array from outside it changed after it was read:
+        the program holds the value read first (``lift``), so a later read would not see
+        the write, as it does in NumPy."""
+        for outer, snapshot, aval in self._read_arrays:
+            if not _same_values(outer, snapshot):
+                raise InPlaceUpdateError(
+                    at_line(
+                        f"an array from outside the traced function ({aval.str_short()}"
+                        ": a global, a closure, or an argument that is not traced, as grad's "
+                        "arguments outside argnums) was written into after the function read "
+                        "it. numbax reads such an array once, when it first meets it, so a "
+                        "later read would not see the write as it does in NumPy. Pass the "
+                        "array as a traced argument (of jit, or among grad's argnums), or "
+                        "write into a copy of it",
+                        user_frame_info(),
+                    )
+                )
+
+
+def _same_values(array: np.ndarray, snapshot: np.ndarray) -> bool:
+    """Whether ``array`` still holds ``snapshot``'s values (NaN where it held NaN)."""
+    array = np.asarray(array)
+    with np.errstate(invalid="ignore"):
+        same = array == snapshot
+        if dtypes.is_inexact(array.dtype):
+            same |= np.isnan(array) & np.isnan(snapshot)
+    return bool(np.all(same))
 
 
 class _TraceStack(threading.local):

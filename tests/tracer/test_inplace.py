@@ -629,3 +629,46 @@ def test_two_views_of_one_array_give_numpys_answer_or_are_refused_when_they_over
     else:
         np.testing.assert_array_equal(jitted(a, b), want)
         np.testing.assert_array_equal(base, numpy_base)
+
+
+def _read_write_read(w, x):
+    first = (w * x).sum()
+    x[0] = 100.0
+    return first + (w * x).sum()
+
+
+def _write_then_read_constant(w, x):
+    x[0] = 100.0
+    return (w * x).sum()
+
+
+def test_grad_refuses_a_constant_argument_written_after_it_was_read():
+    """NumPy's derivative is x's value before plus after the write; numbax reads x, not
+    among argnums, once: it would have given twice the value before."""
+    w, x = np.ones(3), np.arange(3.0)
+    with pytest.raises(
+        numbax.InPlaceUpdateError, match=r"f64\[3\](.|\n)*argnums(.|\n)*test_inplace"
+    ):
+        numbax.grad(_read_write_read)(w, x)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(
+        numbax.grad(_read_write_read, argnums=(0, 1))(w, x)[0], [100.0, 2.0, 4.0]
+    )
+
+
+def test_a_constant_written_before_it_is_read_is_read_with_the_write():
+    w, x = np.ones(3), np.arange(3.0)
+    np.testing.assert_array_equal(numbax.grad(_write_then_read_constant)(w, x), [100.0, 1.0, 2.0])
+    np.testing.assert_array_equal(x, [100.0, 1.0, 2.0])
+
+
+def test_jit_refuses_a_global_written_after_the_function_read_it(backend):
+    table = np.arange(3.0)
+
+    def fn(x):
+        first = x * table
+        table[0] = 7.0
+        return first + table
+
+    with pytest.raises(numbax.InPlaceUpdateError, match="written into after the function read"):
+        numbax.jit(fn, backend=backend)(np.ones(3))
