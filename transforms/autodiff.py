@@ -203,7 +203,7 @@ def trace_with_respect_to(
         return traced_fun(*full, **kwargs)
 
     restricted.needs_concrete_values = needs_concrete_values(fun)
-    restricted.__name__ = getattr(fun, "__name__", "the function")
+    restricted.__name__ = getattr(fun, "__name__", type(fun).__name__)
     others = (tuple(a for i, a in enumerate(args) if i not in positions), kwargs)
     return trace_function(
         restricted, tuple(args[i] for i in positions), keep_values=True, constants=others

@@ -107,7 +107,7 @@ def trace_function(
     # array as NumPy would leave it; the derivative is of the function of its value on
     # entry, which the transform keeps a copy of.
     if finals:
-        name = getattr(fun, "__name__", "the function")
+        name = getattr(fun, "__name__", type(fun).__name__)
         functionalize.refuse_aliased_writes(
             leaves + tree_flatten(constants)[0], [i for i, _ in finals], name
         )

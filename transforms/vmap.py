@@ -56,7 +56,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0) -> Callable:
         closed, out_tree, writes = _trace_example(fun, in_tree, avals, weak)
         _refuse_unbatched_writes(writes, dims)
         if writes:
-            name = getattr(fun, "__name__", "the function")
+            name = getattr(fun, "__name__", type(fun).__name__)
             functionalize.refuse_aliased_writes(leaves, writes, name)
         # A written argument's final value is an extra output, batched where it came in.
         out_dims = [*_prefix_axes(out_axes, out_tree, "out_axes"), *(dims[i] for i in writes)]
