@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from statistics import geometric_mean
 
 from .machine import one_line, software_line
 from .runner import OK, WorkloadResult, bandwidth_ceiling
@@ -102,10 +102,6 @@ def _median(result: WorkloadResult, implementation: str) -> float | None:
     return None
 
 
-def _geomean(ratios: list[float]) -> float:
-    return math.exp(sum(map(math.log, ratios)) / len(ratios))
-
-
 def group_summary(results: list[WorkloadResult]) -> list[str]:
     """The kernel group's figures, as issue #15 states its targets: numbax's geometric
     mean over the kernels against JAX's and hand-written Numba's, the slowest kernel
@@ -128,7 +124,7 @@ def group_summary(results: list[WorkloadResult]) -> list[str]:
     ]
     if against_faster:
         means = ", ".join(
-            f"{_format_ratio(_geomean(v))} {peer} ({len(v)} kernels)"
+            f"{_format_ratio(geometric_mean(v))} {peer} ({len(v)} kernels)"
             for peer, v in ratios.items()
             if v
         )
@@ -146,7 +142,7 @@ def group_summary(results: list[WorkloadResult]) -> list[str]:
     ]
     if first:
         worst, name = max(first)
-        mean = _format_ratio(_geomean([ratio for ratio, _ in first]))
+        mean = _format_ratio(geometric_mean([ratio for ratio, _ in first]))
         lines.append(
             f"kernel group, first calls: geometric mean {mean} jax ({len(first)} kernels); "
             f"slowest: {name} {_format_ratio(worst)}"

@@ -128,7 +128,7 @@ class Trace:
         the program holds the value read first (``lift``), so a later read would not see
         the write, as it does in NumPy."""
         for outer, snapshot, aval in self._read_arrays:
-            if not _same_values(outer, snapshot):
+            if not np.array_equal(outer, snapshot, equal_nan=True):
                 raise InPlaceUpdateError(
                     at_line(
                         f"an array from outside the traced function ({aval.str_short()}"
@@ -141,16 +141,6 @@ class Trace:
                         user_frame_info(),
                     )
                 )
-
-
-def _same_values(array: np.ndarray, snapshot: np.ndarray) -> bool:
-    """Whether ``array`` still holds ``snapshot``'s values (NaN where it held NaN)."""
-    array = np.asarray(array)
-    with np.errstate(invalid="ignore"):
-        same = array == snapshot
-        if dtypes.is_inexact(array.dtype):
-            same |= np.isnan(array) & np.isnan(snapshot)
-    return bool(np.all(same))
 
 
 class _TraceStack(threading.local):
