@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import Backend
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_programs import WIDE, Choices, inputs, program
@@ -96,6 +97,26 @@ def test_random_programs_equal_numpy(backend, data):
     with np.errstate(all="ignore"):
         got = numbax.jit(replayed, backend=backend)(*arrays)
     _assert_matches(got, expected, dtype, backend)
+
+
+@FUZZ
+@given(data=st.data())
+def test_random_programs_writing_every_output_into_pooled_arrays_equal_numpy(data, monkeypatch):
+    """Each output the program makes goes to an array the executable keeps (the pool
+    made for large ones, here for all): three calls, the first one's results held by
+    the caller and the second's dropped, all give NumPy's answer, the held ones still
+    after the third call reused the second's arrays."""
+    from numbax.backends.cpu import program as cpu_program
+
+    monkeypatch.setattr(cpu_program, "POOLED_FROM_BYTES", 0)
+    replayed, arrays, expected, dtype = _draw_program(data)
+    on_cpu = Backend("cpu")
+    with np.errstate(all="ignore"):
+        executable = cpu.backend.compile(numbax.make_jaxpr(replayed)(*arrays), "fuzzed")
+        held = executable(*arrays)
+        _assert_matches(executable(*arrays), expected, dtype, on_cpu)
+        _assert_matches(executable(*arrays), expected, dtype, on_cpu)
+    _assert_matches(held, expected, dtype, on_cpu)
 
 
 def _loss_reading_every_output(replayed, expected, dtype, seed):

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import functools
+import sys
+import threading
+import weakref
 
 import numpy as np
 
 from ...ir import dtypes
 from ...ir.core import ClosedJaxpr
+from .scalar import storage_dtype
 
 
 class CpuExecutable:
@@ -18,7 +22,8 @@ class CpuExecutable:
     (a strided or Fortran-order view, a read-only or unaligned array) fails that match
     with a ``TypeError`` and is copied to a matching one, so the common call pays
     nothing for the uncommon one. float16 and bfloat16 arrays cross as views of their
-    bits (``uint16``), which is how the generated code holds them.
+    bits (``uint16``), which is how the generated code holds them. The program writes
+    its largest outputs into arrays an ``OutputPool`` passes it.
     """
 
     def __init__(
@@ -33,6 +38,9 @@ class CpuExecutable:
         constvars = jaxpr.jaxpr.constvars
         consts = [_matching(c, v.aval.dtype) for c, v in zip(consts, constvars, strict=True)]
         self._call = functools.partial(function, *consts) if consts else function
+        if program.pooled:
+            avals = [jaxpr.jaxpr.outvars[k].aval for k in program.pooled]
+            self._call = OutputPool(self._call, program.pooled, avals)
         outputs = [v.aval.dtype for v in jaxpr.jaxpr.outvars]
         if any(map(dtypes.is_narrow_float, self._dtypes + outputs)):
             self._call = _narrow_float_views(self._call, self._dtypes, outputs)
@@ -76,6 +84,67 @@ class CpuExecutable:
 
     def __repr__(self):
         return f"<CpuExecutable {self.program.function_name}: {len(self.kernels)} kernels>"
+
+
+class OutputPool:
+    """Calls a program that writes its large outputs into arrays passed after its
+    arguments (``program.pooled_outputs``), with arrays it returned before wherever
+    nothing else holds them any more.
+
+    A new array of 32 MiB or more is memory the kernel maps and zeroes page by page as
+    the program first writes it: for a 64 MiB output, more time than the loop that fills
+    it. An array the pool made and the program returned is kept, ``KEPT`` per output;
+    the next call reuses one whose only reference is the pool's own (no variable,
+    container, view or buffer export holds it, and no weak reference points at it), so
+    no caller can see it change. ``y = f(x)`` in a loop keeps the last result alive
+    during the next call, so the pool alternates between two arrays. What this costs:
+    up to ``KEPT`` arrays of each such output stay allocated while the executable lives.
+    The lock makes concurrent calls take distinct arrays.
+    """
+
+    KEPT = 2
+
+    def __init__(self, call, positions: list[int], avals):
+        self._call = call
+        self._positions = positions
+        self._types = [(aval.shape, storage_dtype(aval.dtype)) for aval in avals]
+        self._kept: list[list[np.ndarray]] = [[] for _ in positions]
+        self._lock = threading.Lock()
+
+    def __call__(self, *args):
+        with self._lock:
+            arrays = [self._take(kept, *t) for kept, t in zip(self._kept, self._types, strict=True)]
+        results = self._call(*args, *arrays)
+        with self._lock:
+            for kept, position, array in zip(self._kept, self._positions, arrays, strict=True):
+                if results[position] is array:  # always, unless the program chose another
+                    kept.append(array)
+                    del kept[: -self.KEPT]
+        return results
+
+    @staticmethod
+    def _take(kept: list, shape, dtype) -> np.ndarray:
+        index = _unheld(kept, _UNHELD)
+        return np.empty(shape, dtype) if index is None else kept.pop(index)
+
+
+def _unheld(kept: list, unheld: int) -> int | None:
+    """The index of an array of ``kept`` that ``kept`` alone holds (its reference count
+    seen here is ``unheld``) and no weak reference points at, or None."""
+    for index in range(len(kept)):
+        if sys.getrefcount(kept[index]) == unheld and not weakref.getweakrefcount(kept[index]):
+            return index
+    return None
+
+
+def _unheld_count() -> int:
+    """The reference count ``_unheld`` sees for an array only its list holds, which
+    depends on the interpreter: measured, with ``_unheld`` itself."""
+    kept = [np.empty(0)]
+    return next(count for count in range(1, 16) if _unheld(kept, count) == 0)
+
+
+_UNHELD = _unheld_count()
 
 
 def _matching(value, dtype):

@@ -21,7 +21,7 @@ import functools
 import keyword
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +36,7 @@ from . import (
     contraction,
     control,
     fft,
+    heap,
     intrinsics,
     linalg,
     opaque,
@@ -79,6 +80,9 @@ _RESERVED = (
 )
 # A run of an odd number of underscores: no name Numba makes for a variable has one.
 _ODD_UNDERSCORES = re.compile(r"(?<!_)_(__)*(?!_)")
+# Outputs this large are written into arrays the executable keeps (``pooled_outputs``):
+# glibc maps a new block for every allocation from 32 MiB (``heap``).
+POOLED_FROM_BYTES = heap.MMAP_THRESHOLD_BYTES
 # Ops whose result is a view of their operand: the operand must not share a buffer.
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 
@@ -90,6 +94,9 @@ class GeneratedProgram:
     parallel: bool
     kernels: list[Kernel] = field(default_factory=list)
     parts: int = 0  # njit functions the program function calls (``parts.functions``)
+    # The outputs (indices into the jaxpr's outvars) written into arrays the caller passes
+    # after the program's arguments, in order (``pooled_outputs``).
+    pooled: list[int] = field(default_factory=list)
 
 
 def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
@@ -148,6 +155,10 @@ class _ProgramWriter:
         # The names of values and buffers the code written since ``parts`` last emptied
         # it mentions: what the lines of one top-level eqn may read of those before.
         self.mentioned: set[str] = set()
+        # Outputs the executable may pass an array for (``pooled_outputs``) -> the name of
+        # that argument; those the program writes so, in order.
+        self.poolable = {v: self.fresh("pooled") for v in pooled_outputs(jaxpr, self.buffer_of)}
+        self.pooled: list[Var] = []
 
     # --- the context kernels write with ------------------------------------------------------
 
@@ -266,6 +277,12 @@ class _ProgramWriter:
         name, aval = self.name(var), var.aval
         if aval.size == 1:
             self.arrays.add(var)
+        if var in self.poolable and not self.indent and var not in self.pooled:
+            # Once, at the top level: the executable's array, of the output's type.
+            self.pooled.append(var)
+            self.emit(f"{name} = {self.poolable[var]}  # the executable's array")
+            self.mentioned.add(self.poolable[var])
+            return name
         buffer = self.buffer_of.get(var)
         if buffer is None:
             self.emit(*self.new_array(name, aval.shape, aval.dtype))
@@ -314,9 +331,11 @@ class _ProgramWriter:
                 self.name(var)
         spans = parts.write_spans(self, jaxpr, Liveness(jaxpr))
         fn = function_name(self.name_text)
+        arguments += [self.poolable[v] for v in self.pooled]
         functions = parts.functions(self, fn, arguments, spans)
         module = self._module(functions)
-        return GeneratedProgram(fn, module, self.parallel, self.kernels, len(functions) - 1)
+        pooled = [jaxpr.outvars.index(v) for v in self.pooled]
+        return GeneratedProgram(fn, module, self.parallel, self.kernels, len(functions) - 1, pooled)
 
     def write_results(self) -> None:
         """The program's return statement, each output an array."""
@@ -348,7 +367,7 @@ class _ProgramWriter:
     def _kernel(self, kernel: Kernel) -> None:
         start = len(self.lines)
         was_parallel, buffers, stored = self.parallel, dict(self.buffers), set(self.windows_written)
-        arrays = set(self.arrays)
+        arrays, pooled = set(self.arrays), list(self.pooled)
         self._name_body(kernel)
         kind = _kind(kernel)
         outputs = ", ".join(f"{self.name(v)}:{v.aval.str_short()}" for v in kernel.outputs)
@@ -363,7 +382,7 @@ class _ProgramWriter:
                 ) from reason
             del self.lines[start:]
             self.parallel, self.buffers, self.windows_written = was_parallel, buffers, stored
-            self.arrays = arrays
+            self.arrays, self.pooled = arrays, pooled
             for part in split_kernel(kernel):
                 self._kernel(part)
             return
@@ -601,7 +620,7 @@ class _ProgramWriter:
             "",
             *(f"{name} = {source}" for (_, source), name in self.constants.items()),
         ]
-        avals = [v.aval for v in self.jaxpr.constvars + self.jaxpr.invars]
+        avals = [v.aval for v in self.jaxpr.constvars + self.jaxpr.invars + self.pooled]
         lines.append(f"SIGNATURE = {tuple_source([numba_type(a) for a in avals])}")
         for function in self.functions:
             lines += ["", "", *function]
@@ -641,6 +660,24 @@ def _epilogue(kernel: Kernel, product: Var) -> Kernel:
     ]
     jaxpr = Jaxpr([], body.invars, body.eqns, [var for _, var in pairs])
     return Kernel("elementwise", jaxpr, kernel.inputs, [top for top, _ in pairs], kernel.name)
+
+
+def pooled_outputs(jaxpr: Jaxpr, buffer_of: dict[Var, int]) -> list[Var]:
+    """The outputs the executable may hand the program an array for: those of at least
+    ``POOLED_FROM_BYTES``, made by the program (no argument, constant or planned buffer)
+    and returned once. An array that large is mapped afresh by every ``np.empty`` and
+    its pages zeroed by the kernel as they are first written (a 64 MiB output: 10-18 ms,
+    where the loop filling it takes 6 ms); the executable reuses the array it returned
+    before once nothing else holds it (``executable.OutputPool``)."""
+    made = set(jaxpr.constvars + jaxpr.invars) | set(buffer_of)
+    counts = Counter(v for v in jaxpr.outvars if isinstance(v, Var))
+    return [
+        v
+        for v, count in counts.items()
+        if count == 1
+        and v not in made
+        and v.aval.size * np.dtype(v.aval.dtype).itemsize >= POOLED_FROM_BYTES
+    ]
 
 
 def _safe_buffers(jaxpr: Jaxpr, plan) -> dict[Var, int]:
