@@ -31,6 +31,7 @@ from .ir.errors import (
     StaticArgumentError,
     UnsupportedOnBackendError,
     at_line,
+    function_name,
 )
 from .ir.graph import jaxpr_to_dot
 from .ir.higher_order import jit_call_p, set_impl
@@ -303,7 +304,7 @@ class JitFunction:
     def __init__(self, fun, static_argnums=(), static_argnames=(), backend=None, tiered=None):
         functools.update_wrapper(self, fun)
         # update_wrapper copies only what exists: a functools.partial has no __name__.
-        self.__name__ = getattr(fun, "__name__", type(fun).__name__)
+        self.__name__ = function_name(fun)
         self.fun = fun
         self._traced_fun = tracing_numpy(fun)  # its np.zeros(...) are traced arrays
         self.static_argnums, self.static_argnames = _complete_statics(

@@ -121,3 +121,9 @@ class ProgramSizeWarning(NumbaxWarning):
 def at_line(message: str, source_info: str | None) -> str:
     """Append the user's file:line to a message."""
     return f"{message}\n  at {source_info}" if source_info else message
+
+
+def function_name(function) -> str:
+    """What a message calls the user's function: its name, or its type's (a partial, a
+    callable object)."""
+    return getattr(function, "__name__", type(function).__name__)

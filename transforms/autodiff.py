@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import GradientError, NumbaxTypeError, ShapeError, at_line
+from ..ir.errors import GradientError, NumbaxTypeError, ShapeError, at_line, function_name
 from ..tracer import lax
 from ..tracer.closure import closure_convert
 from ..tracer.core import current_trace, replay
@@ -94,7 +94,7 @@ def value_and_grad(
     >>> numbax.value_and_grad(lambda x, y: (x + y) * y, argnums=(0, 1))(2.0, 3.0)
     (array(15.), (array(3.), array(8.)))
     """
-    name = getattr(fun, "__name__", type(fun).__name__)
+    name = function_name(fun)
 
     # updated=(): a jitted ``fun``'s attributes (its caches) are not the wrapper's.
     @functools.wraps(fun, updated=())
@@ -203,7 +203,7 @@ def trace_with_respect_to(
         return traced_fun(*full, **kwargs)
 
     restricted.needs_concrete_values = needs_concrete_values(fun)
-    restricted.__name__ = getattr(fun, "__name__", type(fun).__name__)
+    restricted.__name__ = function_name(fun)
     others = (tuple(a for i, a in enumerate(args) if i not in positions), kwargs)
     return trace_function(
         restricted, tuple(args[i] for i in positions), keep_values=True, constants=others

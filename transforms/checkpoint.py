@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable
 
 from ..ir.core import Jaxpr
+from ..ir.errors import function_name
 from ..ir.higher_order import checkpoint_p
 from ..tracer.closure import closure_convert
 from ..tracer.core import bind, current_trace, trace_flat
@@ -32,7 +33,7 @@ def checkpoint(fun: Callable) -> Callable:
     array([[0.41997434, 0.41997434],
            [0.41997434, 0.41997434]])
     """
-    name = getattr(fun, "__name__", type(fun).__name__)
+    name = function_name(fun)
 
     @functools.wraps(fun, updated=())
     def checkpointed(*args, **kwargs):

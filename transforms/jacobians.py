@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from ..ir import dtypes
 from ..ir.core import ShapedArray
-from ..ir.errors import GradientError, at_line
+from ..ir.errors import GradientError, at_line, function_name
 from ..tracer import lax
 from ..tracer.closure import closure_convert
 from ..tracer.core import replay
@@ -81,7 +81,7 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
 
 
 def _jacobian(fun, argnums, has_aux, blocks, holomorphic=False):
-    name = getattr(fun, "__name__", type(fun).__name__)
+    name = function_name(fun)
 
     @functools.wraps(fun, updated=())
     def jacobian_fun(*args, **kwargs):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.core import ClosedJaxpr, Literal, ShapedArray, Var
+from ..ir.errors import function_name
 from ..tracer import functionalize
 from ..tracer.core import Tracer, new_trace
 from ..tracer.numpy_namespace import tracing_numpy
@@ -107,7 +108,7 @@ def trace_function(
     # array as NumPy would leave it; the derivative is of the function of its value on
     # entry, which the transform keeps a copy of.
     if finals:
-        name = getattr(fun, "__name__", type(fun).__name__)
+        name = function_name(fun)
         functionalize.refuse_aliased_writes(
             leaves + tree_flatten(constants)[0], [i for i, _ in finals], name
         )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.core import ClosedJaxpr, ShapedArray
-from ..ir.errors import BatchingError, at_line
+from ..ir.errors import BatchingError, at_line, function_name
 from ..tracer import functionalize
 from ..tracer.core import Tracer, replay, trace_flat
 from ..tracer.numpy_namespace import tracing_numpy
@@ -56,7 +56,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0) -> Callable:
         closed, out_tree, writes = _trace_example(fun, in_tree, avals, weak)
         _refuse_unbatched_writes(writes, dims)
         if writes:
-            name = getattr(fun, "__name__", type(fun).__name__)
+            name = function_name(fun)
             functionalize.refuse_aliased_writes(leaves, writes, name)
         # A written argument's final value is an extra output, batched where it came in.
         out_dims = [*_prefix_axes(out_axes, out_tree, "out_axes"), *(dims[i] for i in writes)]
