@@ -51,7 +51,9 @@ class CpuExecutable:
         except TypeError:
             if len(args) != len(self._dtypes):
                 raise
-            return self._call(*map(_matching, args, self._dtypes))
+        # Outside the handler: the failed call's frames (and the arrays an OutputPool
+        # lent it) are freed with its traceback.
+        return self._call(*map(_matching, args, self._dtypes))
 
     @property
     def source(self) -> str:
@@ -110,22 +112,30 @@ class OutputPool:
         self._types = [(aval.shape, storage_dtype(aval.dtype)) for aval in avals]
         self._kept: list[list[np.ndarray]] = [[] for _ in positions]
         self._lock = threading.Lock()
+        self.made = 0  # arrays allocated, over all outputs: a reused one is not counted
 
     def __call__(self, *args):
         with self._lock:
             arrays = [self._take(kept, *t) for kept, t in zip(self._kept, self._types, strict=True)]
-        results = self._call(*args, *arrays)
-        with self._lock:
-            for kept, position, array in zip(self._kept, self._positions, arrays, strict=True):
-                if results[position] is array:  # always, unless the program chose another
-                    kept.append(array)
-                    del kept[: -self.KEPT]
+        results = None
+        try:
+            results = self._call(*args, *arrays)
+        finally:
+            # A call that failed (a dispatcher's TypeError, which the executable answers
+            # by copying the arguments) gave no one the arrays: they stay in the pool.
+            with self._lock:
+                for kept, position, array in zip(self._kept, self._positions, arrays, strict=True):
+                    if results is None or results[position] is array:
+                        kept.append(array)
+                        del kept[: -self.KEPT]
         return results
 
-    @staticmethod
-    def _take(kept: list, shape, dtype) -> np.ndarray:
+    def _take(self, kept: list, shape, dtype) -> np.ndarray:
         index = _unheld(kept, _UNHELD)
-        return np.empty(shape, dtype) if index is None else kept.pop(index)
+        if index is not None:
+            return kept.pop(index)
+        self.made += 1
+        return np.empty(shape, dtype)
 
 
 def _unheld(kept: list, unheld: int) -> int | None:

@@ -72,6 +72,7 @@ def test_a_held_result_never_changes_and_a_dropped_one_is_reused(pool_everything
     del first
     third = executable(*_inputs(3))  # the first result's array, nothing holds it now
     assert _address(third[0]) == address
+    assert executable._call.made == 2 * len(executable.program.pooled)
     _assert_chain(second, *_inputs(2))
     _assert_chain(third, *_inputs(3))
 
@@ -227,3 +228,15 @@ def test_jit_returns_pooled_arrays_that_stay_right(pool_everything):
         np.testing.assert_allclose(got, np.sin(x + k) * 2.0, rtol=1e-12)
     for k in range(4):
         np.testing.assert_allclose(f(x - k), np.sin(x - k) * 2.0, rtol=1e-12)
+
+
+def test_a_call_whose_arguments_are_copied_first_still_reuses_arrays(pool_everything):
+    """A strided argument fails the compiled signature and is copied; the arrays the
+    failed attempt took stay in the pool."""
+    executable = _compiled(chain, *_inputs(0))
+    pool = executable._call
+    wide = [np.repeat(a, 2, axis=1)[:, ::2] for a in _inputs(1)]  # strided views
+    assert not wide[0].flags.c_contiguous
+    for _ in range(4):
+        _assert_chain(executable(*wide), *_inputs(1))
+    assert pool.made == len(executable.program.pooled)  # one array per output, reused
