@@ -674,9 +674,7 @@ def pooled_outputs(jaxpr: Jaxpr, buffer_of: dict[Var, int]) -> list[Var]:
     return [
         v
         for v, count in counts.items()
-        if count == 1
-        and v not in made
-        and v.aval.size * np.dtype(v.aval.dtype).itemsize >= POOLED_FROM_BYTES
+        if count == 1 and v not in made and v.aval.nbytes >= POOLED_FROM_BYTES
     ]
 
 

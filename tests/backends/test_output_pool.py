@@ -6,12 +6,13 @@ floats and many threads; and the threshold that decides which outputs take part.
 
 from __future__ import annotations
 
-import threading
+import functools
 import weakref
 
 import numpy as np
 import pytest
 from test_program_parts import _arguments, mixed_program
+from test_threads import _together
 
 import numbax
 import numbax.numpy as xnp
@@ -180,10 +181,8 @@ def test_narrow_float_outputs_are_pooled_as_their_bits(pool_everything):
 
 def test_threads_each_get_their_own_array(pool_everything):
     executable = _compiled(chain, *_inputs(0))
-    failures, start = [], threading.Barrier(8)
 
     def work(thread):
-        start.wait()
         kept = []
         for call in range(30):
             seed = 100 * thread + call
@@ -191,22 +190,11 @@ def test_threads_each_get_their_own_array(pool_everything):
             if call % 3 == 0:  # some results held to the end, the others dropped at once
                 kept.append((seed, result))
             else:
-                try:
-                    _assert_chain(result, *_inputs(seed))
-                except AssertionError as error:
-                    failures.append(error)
-        for seed, result in kept:
-            try:
                 _assert_chain(result, *_inputs(seed))
-            except AssertionError as error:
-                failures.append(error)
+        for seed, result in kept:
+            _assert_chain(result, *_inputs(seed))
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not failures, failures[0]
+    _together([functools.partial(work, thread) for thread in range(8)])
 
 
 def test_the_unheld_count_is_what_a_list_alone_gives():
