@@ -373,6 +373,9 @@ class Tracer:
         """Make this handle hold ``new``'s value: an in-place write, functionalized. Every
         reference to this object sees the write, as with a NumPy array; so does the
         array it is a view of, and every view of that array."""
+        # Read ``new`` before the write: it may be a view of this same memory
+        # (``np.copyto(x, x[::-1])``), which the write puts behind and would re-take.
+        new = new.alias()
         if self._view is not None:
             self._view.write(new)
         self._own_var, self._own_value = new._var, new._value

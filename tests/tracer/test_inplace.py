@@ -672,3 +672,55 @@ def test_jit_refuses_a_global_written_after_the_function_read_it(backend):
 
     with pytest.raises(numbax.InPlaceUpdateError, match="written into after the function read"):
         numbax.jit(fn, backend=backend)(np.ones(3))
+
+
+def _copyto_reversed_then_scale(b):
+    np.copyto(b, b[::-1])
+    b[1:3] *= 3
+    return b.sum()
+
+
+def _copyto_flipped(b):
+    np.copyto(b, np.flip(b))
+    return b * 1
+
+
+def _out_from_reversed_view(b):
+    np.positive(b[::-1], out=b)
+    b[1:3] *= 3
+    return b[::2] + 0
+
+
+def _out_from_transpose(a):
+    np.add(a, a.T, out=a)
+    a[0] += 1
+    return a.T.copy()
+
+
+def _copyto_shifted_through_an_older_view(b):
+    older = b[1:5]
+    np.copyto(b[:4], b[1:5])
+    older *= 2
+    return b.sum()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _copyto_reversed_then_scale,
+        _copyto_flipped,
+        _out_from_reversed_view,
+        _out_from_transpose,
+        _copyto_shifted_through_an_older_view,
+    ],
+)
+def test_a_write_from_a_view_of_the_destination_is_numpys(fn, backend):
+    """The source is a view of the memory being written: the write must land, and every
+    handle on that memory must see it (it was lost, and later writes mixed old values)."""
+    base = np.arange(9.0).reshape(3, 3) if fn is _out_from_transpose else np.arange(6.0)
+    want_arg = base.copy()
+    want = fn(want_arg)
+    got_arg = base.copy()
+    got = numbax.jit(fn, backend=backend.name)(got_arg)
+    np.testing.assert_array_equal(backend.to_host(got), want)
+    np.testing.assert_array_equal(got_arg, want_arg)
