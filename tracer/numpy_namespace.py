@@ -15,7 +15,9 @@ live: the module's other globals are read from the module at each lookup. It ext
 the plain functions of the same module that the function calls (helpers), as they are
 looked up; a helper from another module sees plain NumPy unless it is itself jitted, and
 so does code that imports NumPy inside a function body. A global assigned by the traced
-code (``global counter``) is seen by that code but not written to its module.
+code (``global counter; counter += 1``) is assigned in its module, as Python would, once
+per trace (as in JAX): a traced value stored that way is a leaked tracer once the trace
+ends.
 """
 
 from __future__ import annotations
@@ -128,16 +130,24 @@ _REPLACED = {id(np): NUMPY} | {
 class _TracedGlobals(dict):
     """A module's globals as a traced function sees them (see the module docstring).
     CPython reads the globals of a function through ``__getitem__`` when they are not
-    exactly a dict, and stores a ``global`` assignment in this dict itself."""
+    exactly a dict, but stores a ``global`` assignment in this dict itself, without a
+    call that could redirect it; ``flush`` moves such assignments into the module, at
+    the next read of a global and when the traced function returns."""
 
     def __init__(self, module_globals: dict):
         super().__init__()
         self.module_globals = module_globals
         self._helpers: dict[int, types.FunctionType] = {}
 
+    def flush(self) -> None:
+        """Assign in the module what the traced code assigned here (``global x; x = v``),
+        so the module, and every later read, sees it as Python would."""
+        if dict.__len__(self):
+            self.module_globals.update(self)
+            self.clear()
+
     def __getitem__(self, name):
-        if dict.__contains__(self, name):
-            return dict.__getitem__(self, name)
+        self.flush()
         value = self.module_globals[name]
         replaced = _REPLACED.get(id(value))
         if replaced is not None:
@@ -163,7 +173,17 @@ def tracing_numpy(fun):
     is not a plain Python function, or is numbax's own, is returned as it is."""
     if not isinstance(fun, types.FunctionType) or _is_numbax(fun):
         return fun
-    return _rebound(fun, _TracedGlobals(fun.__globals__))
+    globals_ = _TracedGlobals(fun.__globals__)
+    rebound = _rebound(fun, globals_)
+
+    @functools.wraps(fun)
+    def traced(*args, **kwargs):
+        try:
+            return rebound(*args, **kwargs)
+        finally:
+            globals_.flush()  # a global assigned after the function's last global read
+
+    return traced
 
 
 def _is_numbax(fun: types.FunctionType) -> bool:

@@ -4,6 +4,7 @@ as constants), replaying a jaxpr through bind, and eager execution outside any t
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import numbax
 from numbax import ir
@@ -114,3 +115,34 @@ def test_tracers_are_not_hashable_and_iterate_like_arrays():
 
     out = numbax.jit(fn, backend="interpret")(np.ones((2, 3)))
     assert len(out) == 2 and out[1].shape == (3,)
+
+
+counter = 0
+saved = None
+
+
+def _count_and_save(x):
+    global counter, saved
+    counter += 1
+    saved = x
+    return x * counter
+
+
+def test_a_global_assignment_happens_in_the_module_once_per_trace():
+    """Python's meaning of ``global``: the module's global is assigned (once, when the
+    function is traced, as in JAX), and a tracer stored that way leaks."""
+    global counter, saved
+    counter, saved = 0, None
+    want = _count_and_save(np.ones(2))  # NumPy: counter 1, saved the argument
+    for tiered in (False, True):
+        counter, saved = 0, None
+        jitted = numbax.jit(_count_and_save, tiered=tiered)
+        np.testing.assert_array_equal(jitted(np.ones(2)), want)
+        assert counter == 1
+        jitted(np.ones(2))  # the cached program: the trace's assignment does not run again
+        assert counter == 1
+        with pytest.raises(numbax.LeakedTracerError, match="escaped through a global"):
+            saved + 1
+        counter = 10  # the module's value now, read by the next trace
+        np.testing.assert_array_equal(jitted(np.ones(3)), np.full(3, 11.0))
+        assert counter == 11
