@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import dtypes
 from ..ir.errors import ShapeError, at_line
-from . import lax, ufuncs
+from . import lax, numpy_complex, ufuncs
 from .einsum import einsum  # noqa: F401 - numpy_api imports it from here
 from .promote import asarray, broadcast_shapes, convert, operand, result_type
 from .shapes import ravel
@@ -67,7 +68,14 @@ def dot(a, b):
 
 
 def vdot(a, b):
-    return dot(ravel(a), ravel(b))
+    """NumPy's ``vdot``: both flattened, the first conjugated (``sum(conj(a) * b)``)."""
+    a, b = _promoted(a, b)
+    a, b = ravel(a), ravel(b)
+    if a.size != b.size:
+        raise _mismatch("vdot", a, b, "vdot flattens both, and their sizes differ")
+    if dtypes.is_complex(a.dtype):
+        a = numpy_complex.conj(a)
+    return lax.dot_general(a, b, (((0,), (0,)), ((), ())))
 
 
 def inner(a, b):

@@ -320,3 +320,35 @@ def test_a_host_step_reads_a_reshaped_operand_in_its_own_shape(backend, rng):
     a = _well_conditioned(rng, (2, 3, 3))
     b = rng.standard_normal((2, 3, 2))
     assert_tree_matches(_run(backend, np.linalg.solve, a, b), np.linalg.solve(a, b), 100.0)
+
+
+_U = np.array([[1 + 2j, 3 - 1j], [2j, -1 + 0.5j]])
+_V = np.array([[2 - 1j, 1 + 1j], [1 - 3j, 2j]])
+
+
+@pytest.mark.parametrize(
+    ("program", "arguments"),
+    [
+        (np.vdot, (_U[0], _V[0])),  # NumPy: (7-4j), not the unconjugated (7+4j)
+        (np.vdot, (_U, _V)),  # flattens both
+        (np.vdot, (_U.real, _V)),
+        (np.vdot, (_U, _V.T.real)),
+        (np.inner, (_U, _V)),  # no conjugation
+        (np.dot, (_U, _V)),
+        (np.vecdot, (_U, _V)),  # conjugates its first vector
+        (np.vecmat, (_U[1], _V)),
+        (np.matvec, (_U, _V[0])),
+    ],
+    ids=["vdot", "vdot_flattens", "vdot_real_first", "vdot_real_second", "inner", "dot",
+         "vecdot", "vecmat", "matvec"],  # fmt: skip
+)
+def test_complex_products_conjugate_as_numpy_does(backend, program, arguments):
+    want = program(*arguments)
+    got = _run(backend, program, *arguments)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+
+
+def test_vdot_of_different_sizes_is_refused_by_name():
+    with pytest.raises(ShapeError, match="vdot(.|\n)*sizes differ(.|\n)*test_linalg"):
+        numbax.jit(np.vdot)(np.ones(3), np.ones(4))
