@@ -324,6 +324,7 @@ def test_a_host_step_reads_a_reshaped_operand_in_its_own_shape(backend, rng):
 
 _U = np.array([[1 + 2j, 3 - 1j], [2j, -1 + 0.5j]])
 _V = np.array([[2 - 1j, 1 + 1j], [1 - 3j, 2j]])
+_PRODUCTS = "vdot vdot_flattens vdot_real_first vdot_real_second inner dot vecdot vecmat matvec"
 
 
 @pytest.mark.parametrize(
@@ -339,8 +340,7 @@ _V = np.array([[2 - 1j, 1 + 1j], [1 - 3j, 2j]])
         (np.vecmat, (_U[1], _V)),
         (np.matvec, (_U, _V[0])),
     ],
-    ids=["vdot", "vdot_flattens", "vdot_real_first", "vdot_real_second", "inner", "dot",
-         "vecdot", "vecmat", "matvec"],  # fmt: skip
+    ids=_PRODUCTS.split(),
 )
 def test_complex_products_conjugate_as_numpy_does(backend, program, arguments):
     want = program(*arguments)
