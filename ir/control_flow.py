@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, interpret
 from .core import Jaxpr, ShapedArray
-from .interpret import eval_jaxpr
 from .primitive import Pattern, check, register
 
 
@@ -57,12 +56,13 @@ def _cond_rule(index: ShapedArray, *operands: ShapedArray, branches):
     return out_avals
 
 
-def _cond_impl(index, *operands, branches):
+def _cond_body(run, operands, *, branches):
+    index, *operands = operands
     # Out-of-range indices clamp, as lax.switch does: compiled code cannot raise.
-    chosen = branches[int(np.clip(index, 0, len(branches) - 1))]
-    return eval_jaxpr(chosen, [], *operands)
+    return run(branches[int(np.clip(index, 0, len(branches) - 1))], [], *operands)
 
 
+_cond_impl = interpret.body_rule("cond", _cond_body)
 cond_p = register("cond", Pattern.CONTROL, _cond_rule, _cond_impl, multiple_results=True)
 
 
@@ -102,13 +102,14 @@ def _while_rule(*avals: ShapedArray, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     return carry
 
 
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_consts, body_consts, carry = _split_while(args, cond_nconsts, body_nconsts)
-    while eval_jaxpr(cond_jaxpr, [], *cond_consts, *carry)[0]:
-        carry = eval_jaxpr(body_jaxpr, [], *body_consts, *carry)
+def _while_body(run, operands, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts, body_consts, carry = _split_while(operands, cond_nconsts, body_nconsts)
+    while run(cond_jaxpr, [], *cond_consts, *carry)[0]:
+        carry = run(body_jaxpr, [], *body_consts, *carry)
     return carry
 
 
+_while_impl = interpret.body_rule("while", _while_body)
 while_p = register("while", Pattern.CONTROL, _while_rule, _while_impl, multiple_results=True)
 
 
@@ -142,17 +143,18 @@ def _scan_rule(*avals: ShapedArray, jaxpr, length, reverse, num_consts, num_carr
     return carry + [y.update(shape=(length,) + y.shape) for y in ys]
 
 
-def _scan_impl(*args, jaxpr, length, reverse, num_consts, num_carry):
-    consts = list(args[:num_consts])
-    carry = list(args[num_consts : num_consts + num_carry])
-    xs = args[num_consts + num_carry :]
+def _scan_body(run, operands, *, jaxpr, length, reverse, num_consts, num_carry):
+    consts = operands[:num_consts]
+    carry = operands[num_consts : num_consts + num_carry]
+    xs = operands[num_consts + num_carry :]
     ys = [np.empty((length,) + y.shape, y.dtype) for y in jaxpr.out_avals[num_carry:]]
     for i in reversed(range(length)) if reverse else range(length):
-        outs = eval_jaxpr(jaxpr, [], *consts, *carry, *[x[i] for x in xs])
+        outs = run(jaxpr, [], *consts, *carry, *[x[i] for x in xs])
         carry = outs[:num_carry]
         for stacked, y in zip(ys, outs[num_carry:], strict=True):
             stacked[i] = y
     return carry + ys
 
 
+_scan_impl = interpret.body_rule("scan", _scan_body)
 scan_p = register("scan", Pattern.CONTROL, _scan_rule, _scan_impl, multiple_results=True)

@@ -4,14 +4,14 @@
 passed as leading operands). ``checkpoint`` has the same form; only its VJP differs.
 ``custom_vjp_call`` is a call too, carrying the user's forward and backward jaxprs for
 reverse mode (see its comment). Their reference implementation interprets the
-sub-jaxpr; the public API replaces the implementation of ``jit_call`` with one that
-compiles (see ``set_impl``).
+sub-jaxpr (``interpret.body_rule``); the public API replaces the eager implementation of
+``jit_call`` with one that compiles (see ``set_impl``), the interpreter keeps its own.
 """
 
 from __future__ import annotations
 
+from . import interpret
 from .core import Jaxpr, ShapedArray
-from .interpret import eval_jaxpr
 from .primitive import Pattern, check, register
 
 
@@ -28,15 +28,30 @@ def _call_rule(name):
     return rule
 
 
-def _call_impl(*args, jaxpr: Jaxpr, **_):
-    return eval_jaxpr(jaxpr, [], *args)
+def _call_body(run, operands, *, jaxpr: Jaxpr, **_):
+    return run(jaxpr, [], *operands)
+
+
+def _call_impl(name: str):
+    """The interpreter's rule and reference implementation of the call ``name``: its body
+    runs inline (a nested ``jit_call``'s too: ``set_impl`` replaces only the eager
+    implementation)."""
+    return interpret.body_rule(name, _call_body)
 
 
 jit_call_p = register(
-    "jit_call", Pattern.CONTROL, _call_rule("jit_call"), _call_impl, multiple_results=True
+    "jit_call",
+    Pattern.CONTROL,
+    _call_rule("jit_call"),
+    _call_impl("jit_call"),
+    multiple_results=True,
 )
 checkpoint_p = register(
-    "checkpoint", Pattern.CONTROL, _call_rule("checkpoint"), _call_impl, multiple_results=True
+    "checkpoint",
+    Pattern.CONTROL,
+    _call_rule("checkpoint"),
+    _call_impl("checkpoint"),
+    multiple_results=True,
 )
 
 
@@ -82,7 +97,11 @@ def _custom_vjp_call_rule(
 #            fwd_jaxpr  (*fwd_consts, *args) -> (*outs, *residuals)
 #            bwd_jaxpr  (*bwd_consts, *residuals, *out_cotangents) -> one cotangent per arg
 custom_vjp_call_p = register(
-    "custom_vjp_call", Pattern.CONTROL, _custom_vjp_call_rule, _call_impl, multiple_results=True
+    "custom_vjp_call",
+    Pattern.CONTROL,
+    _custom_vjp_call_rule,
+    _call_impl("custom_vjp_call"),
+    multiple_results=True,
 )
 
 
@@ -137,4 +156,6 @@ def _kernel_rule(*avals: ShapedArray, jaxpr: Jaxpr, kind: str, name: str):
 #   - outputs are values the body computes (never an input passed through), of shape
 #     S or R (reduction), S (elementwise), O (contraction); several outputs are common.
 #   - literals stay inline in the body; kernel inputs are variables only.
-kernel_p = register("kernel", Pattern.CONTROL, _kernel_rule, _call_impl, multiple_results=True)
+kernel_p = register(
+    "kernel", Pattern.CONTROL, _kernel_rule, _call_impl("kernel"), multiple_results=True
+)

@@ -30,7 +30,6 @@ from ..ir.errors import (
     TypecheckError,
     at_line,
 )
-from ..ir.interpret import walk_jaxpr
 from ..ir.primitive import Primitive
 from .numpy_random_guard import numpy_random_refused
 from .source_info import user_frame_info
@@ -441,9 +440,13 @@ class Tracer:
 def replay(jaxpr: Jaxpr, consts, args) -> list:
     """Evaluate ``jaxpr`` by binding each equation: inside a trace this re-records the
     program (how transforms emit rewritten programs); outside, it runs eagerly."""
+    env = dict(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars, args, strict=True))
 
-    def apply(eqn, values):
-        outs = bind(eqn.prim, *values, **eqn.params)
-        return outs if eqn.prim.multiple_results else [outs]
+    def read(atom):
+        return atom.val if isinstance(atom, Literal) else env[atom]
 
-    return walk_jaxpr(jaxpr, consts, args, apply)
+    for eqn in jaxpr.eqns:
+        outs = bind(eqn.prim, *[read(a) for a in eqn.inputs], **eqn.params)
+        env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs], strict=True))
+    return [read(v) for v in jaxpr.outvars]
