@@ -59,9 +59,12 @@ def write_dot(
     ``in_block`` wrote into them.
 
     ``in_block(low, high)``, when given, returns the lines that finish rows ``low`` to
-    ``high`` of ``out`` (a contraction kernel's epilogue), or None; a product split into
-    blocks of rows runs them in each block, right after the block's product, so the
-    epilogue runs on the same threads while the rows are in cache, in one parallel region.
+    ``high`` of ``out`` (a contraction kernel's epilogue) as (the lines that read no row,
+    the lines per block), or None; a product split into blocks of rows runs the second in
+    each block, right after the block's product, so the epilogue runs on the same threads
+    while the rows are in cache, in one parallel region. The first run once, before the
+    region: they load the epilogue's scalars, and Numba hands a rank-0 array that a
+    parallel region reads to its threads as a scalar, which ``a[()]`` cannot index.
     """
     fresh = program.fresh
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = params["dimension_numbers"]
@@ -113,7 +116,8 @@ def write_dot(
     if batch == 1 and in_block is not None and out_aval.shape:
         finish = in_block(low, f"min({low} + {step}, {rows})")
     if finish is not None:  # the product's rows are named before the threads fill them
-        lines += reshape
+        invariant, finish = finish
+        lines += reshape + [f"{indent}{line}" for line in invariant]
         reshape = []
     if finish is not None or not threaded:
         program.parallel = True

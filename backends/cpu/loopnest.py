@@ -251,6 +251,19 @@ class LoopBuilder:
     def render(self, indent: str) -> list[str]:
         return [indent + line for line in self.prelude] + self.root.render(indent)
 
+    def render_hoisted(self, indent: str) -> tuple[list[str], list[str]]:
+        """The kernel's lines as (those that read no loop index, the loops): what the
+        root holds (views, opaque extents, scalars placed outermost) may run once before
+        a parallel region that runs the loops on each block of rows."""
+        invariant = [indent + line for line in self.prelude]
+        loops: list[str] = []
+        for item in self.root.items:
+            if isinstance(item, Block):
+                loops.extend(item.render(indent))
+            else:
+                invariant.extend(indent + line for line in item.split("\n"))
+        return invariant, loops
+
     def element(self, use: Use) -> tuple[str, frozenset[int]]:
         """``array[index]`` for ``use``, and the groups it reads."""
         array, index, deps = self.view(use)

@@ -569,9 +569,11 @@ class _ProgramWriter:
 
     def _epilogue_rows(self, epilogue, writer, outputs, dot, low: str, high: str):
         """The lines of a contraction's epilogue over rows ``low`` to ``high`` of its
-        product only, or None where it cannot be split so: it must read the product at
-        the point it writes (elementwise), write whole arrays of the product's shape, and
-        loop over the product's rows outermost (alone or merged with the columns)."""
+        product only, as (those that read no row, the loops: ``write_dot`` runs the first
+        before its parallel region), or None where it cannot be split so: it must read the
+        product at the point it writes (elementwise), write whole arrays of the product's
+        shape, and loop over the product's rows outermost (alone or merged with the
+        columns)."""
         product = dot.outputs[0]
         shape = product.aval.shape
         (lhs_contract, _), (lhs_batch, _) = dot.params["dimension_numbers"]
@@ -588,7 +590,7 @@ class _ProgramWriter:
         per_row = math.prod(shape[d] for d in groups[0].dims[len(row_dims) :])
         scale = "" if per_row == 1 else f" * {per_row}"
         writer.write_elementwise(outputs, False, f"{low}{scale}, {high}{scale}")
-        return writer.builder.render("")
+        return writer.builder.render_hoisted("")
 
     def _dot_operand(self, atom) -> str:
         """An operand of ``dot_general`` as an array (BLAS reads arrays)."""
