@@ -57,6 +57,12 @@ def integer_pow(x, y: int):
 
 
 def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` holds, else ``on_false``. A predicate of numbers holds
+    where it is nonzero, as NumPy's ``where`` reads one (and JAX's ``select_n`` reads
+    0 and 1); the primitive itself takes booleans only."""
+    dtype = _dtype_of(pred)
+    if dtype != dtypes.bool_:
+        pred = ne(pred, np.zeros((), dtype))
     return bind(P["select"], pred, on_true, on_false)
 
 
