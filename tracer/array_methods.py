@@ -320,6 +320,7 @@ def install() -> None:
         setattr(Tracer, name, fn)
     for name, (symbol, ufunc) in _INPLACE_OPERATORS.items():
         setattr(Tracer, f"__i{name}__", functionalize.inplace_operator(ufunc, symbol))
+    Tracer.shape = property(lambda self: self.aval.shape, views.set_shape)
     Tracer.T = property(lambda self: xnp.transpose(self))
     Tracer.mT = property(lambda self: xnp.matrix_transpose(self))
     Tracer.itemsize = property(lambda self: self.dtype.itemsize)

@@ -36,18 +36,8 @@ CAPTURED_FIX = (
 
 def write(handle: Tracer, new, operation: str) -> None:
     """Rebind ``handle`` to ``new``, which already has its dtype and shape."""
+    check_rebindable(handle, operation)
     trace = current_trace()
-    if not handle._trace.active:
-        raise leaked_tracer_error(handle, operation)
-    if handle._trace is not trace:
-        raise InPlaceUpdateError(
-            at_line(
-                f"{operation} writes into an array of an enclosing traced function from "
-                "inside a nested trace (a cond/while_loop/fori_loop/scan body, or a function "
-                f"under grad, vmap or jit that captured it). {CAPTURED_FIX}.",
-                user_frame_info(),
-            )
-        )
     if not isinstance(new, Tracer):
         new = trace.lift(asarray(new))
     elif new._trace is not trace:
@@ -57,6 +47,22 @@ def write(handle: Tracer, new, operation: str) -> None:
         # computed it are dead, and an array nothing traced was written into folds.
         new = trace.lift(np.asarray(new._value))
     handle.rebind(new, user_frame_info())
+
+
+def check_rebindable(handle: Tracer, operation: str) -> None:
+    """Refuse to rebind a handle of a trace that ended (a leaked tracer) or of an
+    enclosing trace (its program would read a value of the nested one)."""
+    if not handle._trace.active:
+        raise leaked_tracer_error(handle, operation)
+    if handle._trace is not current_trace():
+        raise InPlaceUpdateError(
+            at_line(
+                f"{operation} writes into an array of an enclosing traced function from "
+                "inside a nested trace (a cond/while_loop/fori_loop/scan body, or a function "
+                f"under grad, vmap or jit that captured it). {CAPTURED_FIX}.",
+                user_frame_info(),
+            )
+        )
 
 
 def _is_constant(x: Tracer) -> bool:
@@ -284,6 +290,18 @@ def _masked_set(x, mask, value):
 
 def written_arguments(arguments, entry_vars) -> list[int]:
     """The positions of the argument handles that the traced function wrote into."""
+    for i, (arg, var) in enumerate(zip(arguments, entry_vars, strict=True)):
+        if arg.shape != var.aval.shape:
+            raise InPlaceUpdateError(
+                at_line(
+                    f"the function sets the shape of its argument {i} "
+                    f"({var.aval.str_short()}) in place (`x.shape = {arg.shape}`), which "
+                    "in NumPy reshapes the caller's array; numbax cannot change the shape of "
+                    "the caller's array. Bind a reshaped view instead: "
+                    "x = x.reshape(...) (writes through it still reach the argument)",
+                    arg._first_write,
+                )
+            )
     return [
         i
         for i, (arg, var) in enumerate(zip(arguments, entry_vars, strict=True))

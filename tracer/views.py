@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.errors import InPlaceUpdateError, at_line
+from ..ir.errors import InPlaceUpdateError, ShapeError, at_line
 from . import functionalize, indexing, shapes
 from .core import Tracer, current_trace, recording_into
 from .source_info import user_frame_info
@@ -231,6 +231,39 @@ def _reshaped(x, result):
 
 def reshape(a, *args, **kwargs):
     return _reshaped(a, shapes.reshape(a, *args, **kwargs))
+
+
+def set_shape(x: Tracer, shape) -> None:
+    """``x.shape = shape``: NumPy's in-place reshape. The handle becomes the reshape of
+    its memory, a view of it (its other views keep their shapes, as NumPy's do); where
+    NumPy would need a copy to read that memory in the new shape, it refuses, and so
+    does numbax. A jitted function's argument may not change shape (``written_arguments``)."""
+    operation = "`x.shape = ...`"
+    functionalize.check_rebindable(x, operation)
+    if not functionalize.is_mutable(x):
+        raise InPlaceUpdateError(
+            at_line(
+                f"{operation}: this value ({x.aval.str_short()}) is a scalar, not an array "
+                "(the 0-d result of an operation is a NumPy scalar, whose shape NumPy "
+                "cannot set either). Bind a new array instead: x = numpy.reshape(x, ...)",
+                user_frame_info(),
+            )
+        )
+    result = shapes.reshape(x, shape)  # NumPy's checks of the new shape
+    if _reshape_probe(_root(x).probe, result.shape) is None:
+        raise ShapeError(
+            at_line(
+                f"{operation}: incompatible shape for in-place modification: this array "
+                f"({x.aval.str_short()}) is a view whose memory cannot be read with shape "
+                f"{result.shape} without a copy (NumPy raises AttributeError here too). "
+                "Use x = x.reshape(...), which copies",
+                user_frame_info(),
+            )
+        )
+    view = _reshaped(x, result)
+    x.aval, x._own_var, x._own_value, x._view = view.aval, view._var, view._value, view._view
+    if x._first_write is None:
+        x._first_write = user_frame_info()
 
 
 def ravel(a, order="C"):
