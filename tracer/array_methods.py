@@ -6,9 +6,12 @@ these on the class once, when ``numbax.tracer`` is imported.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..ir.errors import (
+    NumbaxTypeError,
     TracerArrayConversionError,
     UnsupportedAttributeError,
     UnsupportedFunctionError,
@@ -60,9 +63,50 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             return _fresh(result, inputs)
         return functionalize.write_out(out, result, ufunc.__name__, casting)
     kwargs.update({"out": out} if out is not None else {})
-    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    what = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     extra = f" with arguments {sorted(kwargs)}" if kwargs else ""
     raise _unsupported(ufunc, what + extra)
+
+
+def _ufunc_name(ufunc) -> str:
+    """A ufunc's name as the user imports it: NumPy's carry ``__module__``, SciPy's
+    (``scipy.special.expit``) do not, so the loaded module that exports it names it,
+    public names first."""
+    name = ufunc.__name__
+    module = getattr(ufunc, "__module__", None)
+    if module is None and getattr(np, name, None) is ufunc:
+        module = "numpy"
+    if module is None:
+        exporting = [
+            m for m, loaded in list(sys.modules.items()) if getattr(loaded, name, None) is ufunc
+        ]
+        if not exporting:
+            return f"the ufunc {name} (not NumPy's)"
+        module = min(exporting, key=lambda m: ("._" in f".{m}", m.count("."), m))
+    return f"{module}.{name}"
+
+
+def _round(self, ndigits=None):
+    """Python's ``round()``: NumPy defines it on its scalars (a 0-d result), where
+    ``round(x)`` is a Python int and ``round(x, n)`` is ``numpy.round(x, n)``; on an
+    array, and on a complex or bool scalar, NumPy raises TypeError."""
+    kind = np.dtype(self.dtype).kind
+    if self.ndim or kind in "cb":
+        what = f"an array {self.aval.str_short()}" if self.ndim else f"a {self.dtype} scalar"
+        raise NumbaxTypeError(
+            at_line(
+                f"round() of {what}: NumPy defines round() only on its real scalars and "
+                "raises TypeError here too. Use numpy.round(x, decimals) (or "
+                "x.round(decimals)), which numbax traces",
+                user_frame_info(),
+            )
+        )
+    if ndigits is None:
+        value = self.concrete_value(
+            "round() of a traced value (a Python int; numpy.round(x) stays traced)"
+        )
+        return round(np.asarray(value)[()])
+    return xnp.round(self, ndigits)
 
 
 def _array_function(self, func, types, args, kwargs):
@@ -328,3 +372,4 @@ def install() -> None:
     Tracer.real = property(lambda self: xnp.real(self))
     Tracer.imag = property(lambda self: xnp.imag(self))
     Tracer.at = property(IndexUpdateHelper)
+    Tracer.__round__ = _round

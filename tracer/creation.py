@@ -7,24 +7,22 @@ run eagerly and return NumPy arrays.
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from ..ir import dtypes
 from . import lax, ranges
 from .core import Tracer
-from .promote import asarray, convert, dtype_of, operand, result_type, shape_of
+from .promote import (
+    asarray,
+    convert,
+    dtype_of,
+    operand,
+    result_type,
+    shape_of,
+    static_shape,
+    static_size,
+)
 from .ufuncs import equal
-
-
-def _shape(shape) -> tuple[int, ...]:
-    """A shape argument as Python ints. Sizes are read with ``operator.index``, as NumPy
-    does: a float size is refused, and a traced size raises the concretization error
-    that names ``static_argnums`` (shapes are static)."""
-    if isinstance(shape, (int, np.integer)) or (isinstance(shape, Tracer) and not shape.ndim):
-        return (operator.index(shape),)
-    return tuple(operator.index(d) for d in shape)
 
 
 def _dtype(dtype, default=dtypes.float64):
@@ -34,22 +32,24 @@ def _dtype(dtype, default=dtypes.float64):
 def full(shape, fill_value, dtype=None):
     fill = operand(fill_value)
     dtype = _dtype(dtype, result_type(fill))
+    shape = static_shape(shape, "numpy.full")
     if shape_of(fill) != ():
-        return lax.broadcast_to_rank(lax.convert_element_type(asarray(fill), dtype), _shape(shape))
+        return lax.broadcast_to_rank(lax.convert_element_type(asarray(fill), dtype), shape)
     if hasattr(fill, "aval"):  # a traced scalar
-        return lax.broadcast_in_dim(lax.convert_element_type(fill, dtype), _shape(shape), ())
-    return lax.full(_shape(shape), convert(fill, dtype), dtype)
+        return lax.broadcast_in_dim(lax.convert_element_type(fill, dtype), shape, ())
+    return lax.full(shape, convert(fill, dtype), dtype)
 
 
 def zeros(shape, dtype=None):
-    return lax.full(_shape(shape), 0, _dtype(dtype))
+    return lax.full(static_shape(shape, "numpy.zeros"), 0, _dtype(dtype))
 
 
 def ones(shape, dtype=None):
-    return lax.full(_shape(shape), 1, _dtype(dtype))
+    return lax.full(static_shape(shape, "numpy.ones"), 1, _dtype(dtype))
 
 
-empty = zeros
+def empty(shape, dtype=None):
+    return lax.full(static_shape(shape, "numpy.empty"), 0, _dtype(dtype))
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
@@ -87,7 +87,8 @@ linspace = ranges.linspace
 
 
 def eye(N, M=None, k=0, dtype=None):
-    M = N if M is None else M
+    N = static_size(N, "numpy.eye")
+    M = N if M is None else static_size(M, "numpy.eye")
     rows = lax.iota(dtypes.int64, (N, M), 0)
     cols = lax.iota(dtypes.int64, (N, M), 1)
     mask = equal(lax.add(rows, np.int64(k)), cols) if k else equal(rows, cols)
@@ -95,7 +96,7 @@ def eye(N, M=None, k=0, dtype=None):
 
 
 def identity(n, dtype=None):
-    return eye(n, dtype=dtype)
+    return eye(static_size(n, "numpy.identity"), dtype=dtype)
 
 
 def array(object, dtype=None, copy=True):

@@ -30,7 +30,15 @@ from ..ir.errors import ConcretizationError, ShapeError, UnsupportedFunctionErro
 from . import lax, reductions, shapes, ufuncs
 from .core import Tracer
 from .indexing import getitem, take
-from .promote import asarray, convert, normalize_axes, normalize_axis, operand, result_type
+from .promote import (
+    asarray,
+    convert,
+    normalize_axes,
+    normalize_axis,
+    operand,
+    result_type,
+    static_size,
+)
 from .source_info import error_at_user_line as _error
 
 
@@ -407,8 +415,9 @@ triu = _triangle("triu", lax.ge)
 def tri(N, M=None, k=0, dtype=float, *, like=None):
     if like is not None:
         raise _error(UnsupportedFunctionError, "tri: like= is not supported; drop it")
-    M = N if M is None else M
-    mask = _band(operator.index(N), operator.index(M), operator.index(k), lax.le)
+    N = static_size(N, "tri")
+    M = N if M is None else static_size(M, "tri")
+    mask = _band(N, M, operator.index(k), lax.le)
     return lax.convert_element_type(mask, dtypes.canonicalize(dtype))
 
 

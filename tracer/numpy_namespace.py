@@ -6,7 +6,8 @@ Inside a traced function ``R = np.zeros((n, n))`` would be a concrete NumPy arra
 view of its globals in which the ``numpy`` module (under whatever name) is a thin proxy
 whose creation functions (``zeros``, ``ones``, ``empty``, ``full``, their ``_like``
 forms, ``arange``, ``eye``, ``identity``, ``linspace``, ``copy``, ``array``) return
-traced arrays; every other attribute is NumPy's own. The traced arrays carry their
+traced arrays, and ``nditer``, a C type that gives a tracer no say either, refuses a
+traced array by name; every other attribute is NumPy's own. The traced arrays carry their
 value, so Python code may still branch on them and index with them, and they fold to
 constants when nothing traced is written into them.
 
@@ -27,8 +28,10 @@ import types
 
 import numpy as np
 
+from ..ir.errors import UnsupportedFunctionError, at_line
 from . import creation
 from .core import Tracer, current_trace
+from .source_info import user_frame_info
 
 # Creation functions whose result is one value everywhere: a broadcast scalar in the
 # jaxpr (free under fusion) instead of a constant array. ``empty`` is zeros, as NumPy
@@ -112,6 +115,23 @@ def _scalar_type(numpy_type):
     return type(numpy_type.__name__, (numpy_type,), {"__new__": __new__})
 
 
+def _nditer(op, *args, **kwargs):
+    """``np.nditer`` as a traced function sees it: NumPy's, refused by name over a traced
+    array (NumPy's own gives a TypeError about writeable operands)."""
+    operands = op if isinstance(op, (list, tuple)) else (op,)
+    if any(isinstance(operand, Tracer) for operand in operands):
+        raise UnsupportedFunctionError(
+            at_line(
+                "numpy.nditer over a traced array is not supported: it walks an array's "
+                "memory, which a traced array does not have. Write the loop as array "
+                "operations, or loop over x.ravel() (for v in x.ravel(): ..., which "
+                "unrolls inside jit; fori_loop keeps a long loop small)",
+                user_frame_info(),
+            )
+        )
+    return np.nditer(op, *args, **kwargs)
+
+
 # Scalar types that convert traced values (np.complex128(x), np.float64(z), np.int32(x)).
 _SCALAR_TYPES = ("complex64", "complex128", "float16", "float32", "float64", "bool_")
 _SCALAR_TYPES += ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -121,9 +141,10 @@ for _name in _CREATION:
     setattr(NUMPY, _name, _creating(_name))
 for _name in _SCALAR_TYPES:
     setattr(NUMPY, _name, _scalar_type(getattr(np, _name)))
+NUMPY.nditer = _nditer
 # A creation function imported by name (``from numpy import zeros``) is replaced too.
 _REPLACED = {id(np): NUMPY} | {
-    id(getattr(np, name)): getattr(NUMPY, name) for name in (*_CREATION, *_SCALAR_TYPES)
+    id(getattr(np, name)): getattr(NUMPY, name) for name in (*_CREATION, *_SCALAR_TYPES, "nditer")
 }
 
 

@@ -4,19 +4,22 @@ user's line."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..ir import dtypes
 from ..ir.core import ShapedArray, aval_of
 from ..ir.errors import (
     AxisError,
+    ConcretizationError,
     NumbaxTypeError,
     ScalarOverflowError,
     ShapeError,
     at_line,
 )
 from . import lax
-from .core import Tracer
+from .core import Tracer, known_value
 from .source_info import user_frame_info
 
 Scalar = (bool, int, float, complex)
@@ -225,6 +228,37 @@ def dtype_of(x) -> np.dtype:
 
 def shape_of(x) -> tuple[int, ...]:
     return tuple(np.shape(x)) if not isinstance(x, Tracer) else x.shape
+
+
+def static_shape(shape, operation: str) -> tuple[int, ...]:
+    """A shape argument (a size or a sequence of sizes) as Python ints; see
+    ``static_size``."""
+    if isinstance(shape, Tracer):
+        sizes = [shape] if shape.ndim == 0 else list(shape)
+    else:
+        sizes = list(shape) if np.iterable(shape) else [shape]
+    return tuple(static_size(size, operation) for size in sizes)
+
+
+def static_size(size, operation: str) -> int:
+    """A size as a Python int, read as NumPy reads it (``operator.index``: a float size
+    is refused). Shapes are static: a traced size whose value is not known while
+    tracing is refused, naming ``operation`` and the fix, not taken for a Python index."""
+    if isinstance(size, Tracer):
+        value = known_value(size)
+        if value is None:
+            raise ConcretizationError(
+                at_line(
+                    f"{operation}: a size of the shape is a traced value "
+                    f"({size.aval.str_short()}), but a shape must be static: every array's "
+                    "shape is fixed when the function is traced. Pass the size as a static "
+                    "argument (jit(f, static_argnums=...) or static_argnames=...), or "
+                    "compute it from shapes (x.shape[0]), which are static",
+                    user_frame_info(),
+                )
+            )
+        size = value
+    return operator.index(size)
 
 
 _WEAK_STAND_INS = {"c": 0j, "f": 0.0, "i": 0, "b": False}

@@ -47,8 +47,8 @@ from ..ir.threefry import threefry2x32_p
 from . import lax
 from . import numpy_api as xnp
 from .control_flow import fori_loop
-from .core import bind
-from .promote import asarray, broadcast_shapes, normalize_axis
+from .core import Tracer, bind
+from .promote import asarray, broadcast_shapes, normalize_axis, static_shape, static_size
 from .source_info import error_at_user_line as _error
 from .special import erf, erfinv
 
@@ -87,10 +87,11 @@ def _key_words(key, operation: str):
 
 
 def _shape(shape, operation: str) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
+    if isinstance(shape, (int, np.integer, Tracer)):
+        return static_shape(shape, operation)
+    sizes = [static_size(d, operation) if isinstance(d, Tracer) else d for d in shape]
     try:
-        return tuple(int(d) for d in shape)
+        return tuple(int(d) for d in sizes)
     except TypeError:
         raise _error(
             NumbaxTypeError, f"{operation}: shape must be a tuple of ints, got {shape!r}"

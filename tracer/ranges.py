@@ -10,15 +10,13 @@ own result, a constant of the program.
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import ConcretizationError, ShapeError
 from . import lax, shapes, ufuncs
 from .core import Tracer
-from .promote import asarray, convert, operand, result_type, shape_of
+from .promote import asarray, convert, operand, result_type, shape_of, static_size
 from .source_info import error_at_user_line as _error
 
 
@@ -27,7 +25,7 @@ def _traced(*values) -> bool:
 
 
 def _count(num, name) -> int:
-    num = operator.index(num)  # a traced count raises the error naming static_argnums
+    num = static_size(num, name)
     if num < 0:
         raise _error(ShapeError, f"{name}: number of samples, {num}, must be non-negative")
     return num

@@ -18,6 +18,7 @@ from .promote import (
     normalize_axis,
     operand,
     result_type,
+    static_shape,
 )
 from .source_info import user_frame_info
 
@@ -33,9 +34,7 @@ def reshape(a, newshape=None, order="C", *, shape=None):
         raise UnsupportedFunctionError(
             at_line("reshape supports order='C' only", user_frame_info())
         )
-    if isinstance(target, (int, np.integer)):
-        target = (int(target),)
-    target = [int(d) for d in target]
+    target = list(static_shape(target, "reshape"))
     if target.count(-1) > 1:
         raise _shape_error(f"reshape: can only specify one unknown dimension in {tuple(target)}")
     if -1 in target:
@@ -113,7 +112,7 @@ def expand_dims(a, axis):
 
 def broadcast_to(array, shape):
     x = asarray(array)
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    shape = static_shape(shape, "broadcast_to")
     if broadcast_shapes(x.shape, shape, operation="broadcast_to") != shape:
         raise _shape_error(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
     return lax.broadcast_to_rank(x, shape)

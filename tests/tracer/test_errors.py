@@ -580,3 +580,82 @@ def test_functions_refused_for_a_reason_say_it(call, says):
         numbax.jit(call, backend="interpret")(np.ones(3))
     message = str(info.value)
     assert says in message and f"{__file__}:" in message, message
+
+
+def _size(x):
+    return x.shape[1] + (x.sum() > 1e9).astype(int)  # 3, but traced
+
+
+@pytest.mark.parametrize(
+    ("fn", "snippet", "operation"),
+    [
+        (lambda x: np.zeros(_size(x)), "np.zeros(", "numpy.zeros"),
+        (lambda x: np.ones((2, _size(x))), "np.ones(", "numpy.ones"),
+        (lambda x: np.empty(_size(x)), "np.empty(", "numpy.empty"),
+        (lambda x: np.full(_size(x), 1.0), "np.full(", "numpy.full"),
+        (lambda x: np.eye(_size(x)), "np.eye(", "numpy.eye"),
+        (lambda x: np.identity(_size(x)), "np.identity(", "numpy.identity"),
+        (lambda x: x.reshape(_size(x), -1), "x.reshape(", "reshape"),
+        (lambda x: np.broadcast_to(x[0], (_size(x), 3)), "np.broadcast_to(", "broadcast_to"),
+        (lambda x: np.linspace(0.0, 1.0, _size(x)), "np.linspace(", "linspace"),
+    ],
+    ids="zeros ones empty full eye identity reshape broadcast_to linspace".split(),
+)
+def test_a_traced_size_is_refused_as_a_shape_that_must_be_static(fn, snippet, operation):
+    message = raises_at(
+        numbax.ConcretizationError,
+        jit(fn),
+        snippet,
+        X,
+        match_all=[operation, "shape must be static", "static_argnums"],
+    )
+    assert "Python index" not in message and "numpy.where" not in message
+
+
+def test_round_of_a_traced_value_is_numpys_round_or_a_numbax_error():
+    def to_int(x):
+        return x * round(x.sum())  # the mistake: a Python int of a traced value
+
+    def of_an_array(x):
+        return round(x, 1)  # NumPy's TypeError too: ndarray has no __round__
+
+    raises_at(numbax.ConcretizationError, jit(to_int), "round(x.sum())", X, match_all=["round()"])
+    raises_at(numbax.NumbaxTypeError, jit(of_an_array), "round(x, 1)", X, match_all=["numpy.round"])
+
+    def with_digits(x):  # a NumPy scalar's round(s, n) is numpy.round(s, n)
+        return x * round(x.sum() / 7, 2) + np.round(x / 3, 1) + round(x[0, 1].astype(int), -1)
+
+    want = with_digits(X)
+    got = jit(with_digits)(X)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+    # In an eager transform the value is known: round(x) is the Python int NumPy gives.
+    np.testing.assert_array_equal(numbax.grad(lambda x: x.sum() * round(x.sum()))(X), X * 0 + 15)
+
+
+def test_nditer_over_a_traced_array_is_refused_by_name():
+    def fn(x):
+        total = 0.0
+        for value in np.nditer(x):  # the mistake
+            total = total + value
+        return total
+
+    raises_at(
+        numbax.UnsupportedFunctionError, jit(fn), "np.nditer(x)", X, match_all=["numpy.nditer"]
+    )
+
+
+def test_a_scipy_ufunc_is_named_by_its_module():
+    special = pytest.importorskip("scipy.special")
+
+    def fn(x):
+        return special.expit(x)  # the mistake: numbax traces NumPy, not SciPy's ufuncs
+
+    message = raises_at(
+        numbax.UnsupportedFunctionError,
+        jit(fn),
+        "special.expit(x)",
+        X,
+        match_all=["scipy.special.expit"],
+    )
+    assert "numpy.expit" not in message
