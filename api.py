@@ -669,8 +669,9 @@ def jit(
 
     ``tiered`` (default ``config.tiered``, ``NUMBAX_TIERED``, on): a new signature's first
     calls on the cpu backend run in NumPy's reference interpreter while the program
-    compiles in a background thread, which then answers every call (see
-    ``backends/tiered.py``); ``tiered=False`` compiles before the first call returns.
+    compiles in a background thread, which then answers every call, a long-running one
+    from its next loop iteration (see ``backends/tiered.py``); a script that ends does not
+    wait for that compile. ``tiered=False`` compiles before the first call returns.
 
     >>> import numpy as np, numbax
     >>> @numbax.jit

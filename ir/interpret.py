@@ -48,6 +48,7 @@ def eval_jaxpr(
     raises ``Stopped``.
 
     >>> import numbax, numpy as np
+    >>> from numbax.ir import eval_jaxpr
     >>> closed = numbax.make_jaxpr(lambda x: np.sin(x) * 2.0)(np.zeros(2))
     >>> eval_jaxpr(closed.jaxpr, closed.consts, np.zeros(2))
     [array([0., 0.])]

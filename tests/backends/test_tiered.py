@@ -7,7 +7,11 @@ tier answered is read from counters (``interpreted_calls``), never from time."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
+import traceback
 
 import numpy as np
 import pytest
@@ -18,7 +22,7 @@ from numbax import api
 from numbax.backends import tiered as tiering
 from numbax.config import config
 from numbax.ir.errors import UnsupportedOnBackendError
-from numbax.ir.interpret import eval_jaxpr
+from numbax.ir.interpret import Stopped, eval_jaxpr
 from numbax.ir.primitive import PRIMITIVES
 
 pytest.importorskip("numba")
@@ -282,11 +286,16 @@ def test_a_compile_failing_during_an_interpreted_call_lets_it_finish(monkeypatch
 
 def test_an_interpreted_call_stops_at_the_next_equation_once_compiled():
     closed = numbax.make_jaxpr(lambda x: numbax.fori_loop(0, 50, lambda i, v: np.sin(v), x))(X)
-    ready = threading.Event()
-    ready.set()
-    with pytest.raises(tiering._CompiledReady):
-        tiering.interpret(closed, [X], ready)
-    (value,) = tiering.interpret(closed, [X], None)
+    asked = []
+
+    def stop_at_the_tenth_question():
+        asked.append(1)
+        return len(asked) == 10
+
+    with pytest.raises(Stopped):
+        eval_jaxpr(closed.jaxpr, closed.consts, X, should_stop=stop_at_the_tenth_question)
+    assert len(asked) == 10
+    (value,) = eval_jaxpr(closed.jaxpr, closed.consts, X, should_stop=lambda: False)
     expected = X
     for _ in range(50):
         expected = np.sin(expected)
@@ -364,13 +373,15 @@ def test_the_compile_log_says_which_tier_answered(monkeypatch, caplog):
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_the_interpreter_of_the_first_calls_is_the_reference_interpreter(case, rng):
-    """Every corpus program: the tiered interpreter's answer is eval_jaxpr's, bit for bit."""
+    """Every corpus program: the tiered first call's answer is eval_jaxpr's, bit for bit."""
     for signature in case.signatures:
         args = case.arguments(signature, rng)
         closed, _, _, _ = api.trace_to_jaxpr(case.fn, args)
         flat = [np.asarray(a) for a in numbax.tree_leaves(args)]
         expected = eval_jaxpr(closed.jaxpr, closed.consts, *flat)
-        actual = tiering.interpret(closed, flat, threading.Event())
+        executable = tiering.TieredExecutable(closed, lambda: None, case.name)
+        actual = executable(*flat)
+        assert executable.interpreted_calls == 1
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected, strict=True):
             assert a.dtype == e.dtype and a.shape == e.shape
@@ -379,12 +390,12 @@ def test_the_interpreter_of_the_first_calls_is_the_reference_interpreter(case, r
 
 def test_the_interpreter_returns_inf_and_nan_quietly():
     """Its elementwise implementations run without their own errstate (``_step``), inside
-    ``interpret``'s: 0/0, x/0 and log(0) give NumPy's nan, inf and -inf with no warning,
+    ``eval_jaxpr``'s: 0/0, x/0 and log(0) give NumPy's nan, inf and -inf with no warning,
     and the errstate outside is the caller's again afterwards."""
     x = np.array([0.0, 1.0, -2.0])
     closed = numbax.make_jaxpr(lambda x: (x / 0.0, np.log(x * 0.0), x * 2.0))(x)
     with np.errstate(all="raise"):
-        got = tiering.interpret(closed, [x], None)
+        got = eval_jaxpr(closed.jaxpr, closed.consts, x)
         with pytest.raises(FloatingPointError):
             np.log(x * 0.0)
     with np.errstate(all="ignore"):
@@ -412,3 +423,150 @@ def test_the_first_calls_interpret_the_cleaned_program():
     assert tiering.interpreted_steps(entry.tiered.closed.jaxpr) < traced
     f.wait_compiled()
     np.testing.assert_allclose(f(a), expected, rtol=RTOL)
+
+
+def sines(x):
+    return numbax.fori_loop(0, 50, lambda i, v: np.sin(v), x)
+
+
+def test_a_call_interrupted_as_the_compile_finishes_gets_the_compiled_program(monkeypatch):
+    """The moment the compiling thread signals that the compile finished is held open
+    until the interpreted call it interrupts has been answered: that call must find the
+    compiled program already there (it once found None and raised TypeError)."""
+    started, compile_returned = threading.Event(), threading.Event()
+    signalled, call_answered = threading.Event(), threading.Event()
+
+    class HeldOpen(threading.Event):
+        """An event whose ``set`` by the compiling thread, once the compile has returned,
+        waits until the interrupted call is answered."""
+
+        def set(self):
+            super().set()
+            if compile_returned.is_set() and threading.current_thread() is executable._thread:
+                signalled.set()
+                call_answered.wait(60)
+
+    def compile_program():
+        started.wait()
+        compile_returned.set()
+        return lambda *args: ["compiled"]
+
+    sin, calls = PRIMITIVES["sin"].impl_rule, []
+
+    def sin_that_lets_the_compile_finish(x, **params):
+        calls.append(1)
+        if len(calls) == 10:
+            started.set()
+            assert signalled.wait(60)  # the compiling thread is inside the held set()
+        return sin(x, **params)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tiering.threading, "Event", HeldOpen)
+        executable = tiering.TieredExecutable(
+            numbax.make_jaxpr(sines)(X), compile_program, "sines", compile_at_once=True
+        )
+    monkeypatch.setattr(PRIMITIVES["sin"], "impl_rule", sin_that_lets_the_compile_finish)
+    try:
+        result = executable(X)
+    finally:
+        call_answered.set()
+    assert result == ["compiled"]
+    assert (executable.interpreted_calls, executable.interrupted_calls) == (0, 1)
+
+
+def test_a_failed_compile_raises_a_fresh_error_whose_traceback_does_not_grow():
+    """Each call raises a copy of the compile's error carrying the compile's traceback;
+    raising the one stored object added every call's frames to its traceback."""
+
+    def compile_that_fails():
+        raise UnsupportedOnBackendError("no machine code today")
+
+    executable = tiering.TieredExecutable(
+        numbax.make_jaxpr(sines)(X), compile_that_fails, "sines", compile_at_once=True
+    )
+    with pytest.raises(UnsupportedOnBackendError):
+        executable.wait()
+    raised = []
+    for _ in range(4):
+        with pytest.raises(UnsupportedOnBackendError, match="no machine code today") as info:
+            executable(X)
+        raised.append(info.value)
+    lengths = [len(traceback.extract_tb(error.__traceback__)) for error in raised]
+    assert lengths == [lengths[0]] * 4, lengths
+    assert len({id(error) for error in raised}) == 4
+    assert traceback.extract_tb(raised[-1].__traceback__)[-1].name == "compile_that_fails"
+
+
+def test_a_long_first_call_starts_the_compile_and_is_handed_over(monkeypatch):
+    """A first call that runs past ``COMPILE_AFTER_STEPS`` starts the compile itself (it
+    once waited for the call to return), and the compiled program answers it."""
+    monkeypatch.setattr(tiering, "COMPILE_AFTER_STEPS", 20)
+    sin, calls = PRIMITIVES["sin"].impl_rule, []
+
+    def sin_that_waits_for_the_compile(x, **params):
+        calls.append(1)
+        if len(calls) == 30:  # past step 20: the compile has started
+            assert executable._ready.wait(60), "the compile did not start during the call"
+        return sin(x, **params)
+
+    started, done = threading.Event(), []
+    started.set()
+    executable = tiering.TieredExecutable(
+        numbax.make_jaxpr(sines)(X), _blocking_compile(started, done), "sines"
+    )
+    monkeypatch.setattr(PRIMITIVES["sin"], "impl_rule", sin_that_waits_for_the_compile)
+    assert executable(X) == ["compiled"]
+    assert (executable.interpreted_calls, executable.interrupted_calls) == (0, 1)
+
+
+def count_up(x, n):
+    return numbax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + 0.5), (0, x))
+
+
+def test_a_first_call_looping_long_is_answered_by_the_compiled_program():
+    """10 million iterations: minutes interpreted, a fraction of a second compiled. The
+    call starts the compile and is handed to the compiled program at an iteration."""
+    n, x = 10_000_000, np.arange(-4.0, 8.0) * 0.25  # quarters: every sum is exact
+    f = numbax.jit(count_up, backend="cpu", tiered=True)
+    count, value = f(x, n)
+    assert count == n
+    np.testing.assert_array_equal(value, x + 0.5 * n)
+    (entry,) = f._cache.values()
+    assert (f.interpreted_calls, entry.tiered.interrupted_calls) == (0, 1)
+
+
+_EXITS_WHILE_COMPILING = """
+import sys, threading
+import numpy as np
+import numbax
+from numbax import api
+
+marker = sys.argv[1]
+compile_closed = api._compile_closed
+
+def compile_that_takes_ten_minutes(*args, **kwargs):
+    threading.Event().wait(600)
+    open(marker, "w").write("compiled")
+    return compile_closed(*args, **kwargs)
+
+api._compile_closed = compile_that_takes_ten_minutes
+f = numbax.jit(lambda x: np.sin(x) + 1.0, backend="cpu", tiered=True)
+print(f(np.zeros(3)).tolist(), f.interpreted_calls)
+"""
+
+
+def test_a_finished_script_does_not_wait_for_a_background_compile(tmp_path):
+    """The compiling thread is a daemon: the script ends with its last line, the compile
+    (ten minutes here) is dropped. The guard is subprocess's timeout, not a clock."""
+    marker = tmp_path / "compiled"
+    env = dict(os.environ, NUMBAX_TIERED="1", NUMBAX_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITS_WHILE_COMPILING, str(marker)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[1.0, 1.0, 1.0] 1"
+    assert not marker.exists()
