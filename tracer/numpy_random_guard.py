@@ -1,10 +1,19 @@
-"""``np.random`` inside a traced function is an error, not a silently frozen constant.
+"""``np.random`` inside a traced function: NumPy's numbers where they are the same on
+every call, an error where a frozen constant would differ from NumPy.
 
 Under ``jit`` a call such as ``np.random.normal(size=3)`` runs once, while tracing; its
-numbers would become constants of the compiled program, the same on every call. So while
-a thread is inside an abstract trace, the functions of ``numpy.random`` (the legacy
-``normal``, ``rand``, ``seed``, ..., and ``default_rng``; not its classes) raise an error
-that names ``numbax.random``.
+numbers would become constants of the compiled program, the same on every call, where
+NumPy's global generator gives new ones. So while a thread is inside an abstract trace,
+the functions of ``numpy.random`` (the legacy ``normal``, ``rand``, ``seed``, ...; not its
+classes) raise an error that names ``numbax.random``.
+
+``np.random.default_rng(seed)`` with a fixed seed (an int or ints) is NumPy's own meaning
+frozen: NumPy gives the same numbers on every call too, so it returns NumPy's generator
+(fixed weights in an initialiser or a test). Drawn from inside a trace nested in the one
+that created it (a loop body, ``vmap``, ``cond``, an inner ``jit``: traced once, run many
+times) its draws would repeat where NumPy's advance, so that is refused. Without a seed
+(fresh entropy), with a traced seed, or with a generator or bit generator from outside
+(which the call advances), ``default_rng`` is refused.
 
 The mechanism, and why: NumPy's generators are Cython methods of immutable extension
 types, invisible to ``sys.setprofile`` and impossible to patch on the type, and Python
@@ -19,7 +28,7 @@ Limits, by construction: a function bound before the trace started
 (``from numpy.random import normal`` at import time, ``draw = np.random.rand``) and the
 methods of a ``Generator`` or ``RandomState`` created outside the traced function are
 not seen; they still freeze. ``np.random.default_rng()`` called inside the trace is
-refused, so a generator created there is caught.
+seen, so a generator created there is caught or allowed as above.
 """
 
 from __future__ import annotations
@@ -47,16 +56,18 @@ def _guarded_names() -> tuple[str, ...]:
     )
 
 
-def _refusal(name: str) -> UnsupportedFunctionError:
+def _refusal(name: str, why: str) -> UnsupportedFunctionError:
     return UnsupportedFunctionError(
         at_line(
             f"np.random.{name}() was called inside a traced function (jit, vmap, a loop "
-            "body): it would run once, while tracing, and its numbers would be frozen into "
-            "the compiled program as constants, the same on every call. Use numbax.random "
-            "with an explicit key: create key = numbax.random.key(seed) outside, pass it "
-            "in as an argument, draw with numbax.random.normal(key, shape) and split the "
-            "key for each further draw (numbax.random.split). Or draw with NumPy outside "
-            "the traced function and pass the array in.",
+            f"body) {why}: it would run once, while tracing, and its numbers would be "
+            "frozen into the compiled program as constants, the same on every call, where "
+            "NumPy's change. Use numbax.random with an explicit key: create key = "
+            "numbax.random.key(seed) outside, pass it in as an argument, draw with "
+            "numbax.random.normal(key, shape) and split the key for each further draw "
+            "(numbax.random.split). Or draw with NumPy outside the traced function and "
+            "pass the array in. (A generator created where it is drawn from, with a fixed "
+            "seed, np.random.default_rng(1234), is fine: NumPy repeats its numbers too.)",
             user_frame_info(),
         )
     )
@@ -65,11 +76,58 @@ def _refusal(name: str) -> UnsupportedFunctionError:
 def _guarded(name: str, original):
     @functools.wraps(original)
     def call(*args, **kwargs):
-        if getattr(_tracing, "depth", 0):
-            raise _refusal(name)
-        return original(*args, **kwargs)
+        depth = getattr(_tracing, "depth", 0)
+        if not depth:
+            return original(*args, **kwargs)
+        if name != "default_rng":
+            raise _refusal(name, "and draws from NumPy's global generator")
+        seed = args[0] if args else kwargs.get("seed")
+        why = _unfixed_seed(seed)
+        if why is not None:
+            raise _refusal(name, why)
+        generator = _SeededInTrace(original(seed).bit_generator)  # NumPy's checks
+        generator._created_at_depth = depth
+        return generator
 
     return call
+
+
+def _unfixed_seed(seed) -> str | None:
+    """Why NumPy's ``default_rng(seed)`` gives other numbers on another call, or None.
+    NumPy takes nothing else than these and ints (it refuses the rest itself)."""
+    from .core import Tracer  # core imports this module
+
+    if seed is None:
+        return "without a seed (NumPy seeds it from fresh entropy on every call)"
+    if isinstance(seed, (np.random.Generator, np.random.BitGenerator)):
+        return "on a generator from outside the traced function, which every call advances"
+    if isinstance(seed, np.random.SeedSequence):
+        return "with a SeedSequence, which may hold fresh entropy (seed it with an int)"
+    if isinstance(seed, Tracer) or (
+        isinstance(seed, (list, tuple)) and any(isinstance(s, Tracer) for s in seed)
+    ):
+        return "with a traced seed, whose value is known only when the program runs"
+    return None
+
+
+class _SeededInTrace(np.random.Generator):
+    """NumPy's generator from ``default_rng(seed)`` with a fixed seed, called inside a
+    trace: drawn from in a trace nested in that one it is refused (see the module)."""
+
+    def __getattribute__(self, name):
+        attribute = super().__getattribute__(name)
+        if name.startswith("_") or not callable(attribute):
+            return attribute
+        if getattr(_tracing, "depth", 0) > super().__getattribute__("_created_at_depth"):
+            raise _refusal(
+                f"default_rng(...).{name}",
+                "on a generator created outside the loop body, vmap, cond or inner jit that "
+                "draws from it (traced once, run many times)",
+            )
+        return attribute
+
+
+_SeededInTrace.__name__ = _SeededInTrace.__qualname__ = "Generator"  # NumPy's repr
 
 
 def _install() -> None:

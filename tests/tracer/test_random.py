@@ -425,7 +425,7 @@ LEGACY_CALLS = {
     "rand": lambda: np.random.rand(3),
     "randint": lambda: np.random.randint(0, 5, size=3),
     "seed": lambda: np.random.seed(0),
-    "default_rng": lambda: np.random.default_rng(0).normal(size=3),
+    "default_rng": lambda: np.random.default_rng().normal(size=3),  # fresh entropy
 }
 
 
@@ -442,6 +442,57 @@ def test_numpy_random_inside_jit_is_an_error(name):
         numbax.vmap(f)(np.zeros((2, 3)))
     call()  # plain NumPy again once the trace is over
     assert type(np.random.normal).__name__ == "method"
+
+
+def _fixed_weights(x):
+    rng = np.random.default_rng(1234)  # NumPy gives these numbers on every call
+    k = x.shape[-1]
+    return rng.standard_normal((k, k)) @ x + rng.integers(0, 5, size=k) + rng.uniform()
+
+
+@pytest.mark.parametrize("tiered", [False, True])
+def test_a_generator_seeded_inside_the_function_gives_numpys_numbers(tiered):
+    x = np.arange(3.0)
+    jitted = numbax.jit(_fixed_weights, tiered=tiered)
+    for _ in range(2):
+        np.testing.assert_allclose(jitted(x), _fixed_weights(x), rtol=1e-14)
+    xs = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(
+        numbax.vmap(_fixed_weights)(xs), np.stack([_fixed_weights(row) for row in xs]), rtol=1e-14
+    )
+
+    def created_in_the_body(x):
+        return numbax.fori_loop(0, 3, lambda i, c: c + np.random.default_rng(1).normal(), x)
+
+    want = x + 3 * np.random.default_rng(1).normal()
+    np.testing.assert_allclose(numbax.jit(created_in_the_body, tiered=tiered)(x), want)
+
+
+_OUTSIDE = np.random.default_rng(0)
+
+
+def _drawn_in_a_loop_body(x):
+    rng = np.random.default_rng(1)  # NumPy: each iteration draws a new number
+    return numbax.fori_loop(0, 3, lambda i, c: c + rng.normal(), x)
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (lambda x: x + np.random.default_rng().normal(size=3), "without a seed"),
+        (lambda x: x + np.random.default_rng(_OUTSIDE).normal(size=3), "from outside"),
+        (lambda x: x + np.random.default_rng(_OUTSIDE.bit_generator).random(3), "from outside"),
+        (lambda x: x + np.random.default_rng(x[0].astype(int)).random(3), "traced seed"),
+        (lambda x: x + np.random.default_rng(np.random.SeedSequence(3)).random(3), "SeedSequence"),
+        (_drawn_in_a_loop_body, "loop body"),
+    ],
+    ids="unseeded outside_generator outside_bits traced_seed seed_sequence loop_body".split(),
+)
+def test_default_rng_whose_numbers_would_change_between_calls_is_refused(fn, says):
+    state = _OUTSIDE.bit_generator.state
+    with pytest.raises(numbax.UnsupportedFunctionError, match=f"{says}(.|\n)*numbax.random"):
+        numbax.jit(fn)(np.zeros(3))
+    assert _OUTSIDE.bit_generator.state == state  # nothing drawn
 
 
 def test_numpy_random_in_eager_grad_still_works():
