@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ir import dtypes
 from ...ir.core import ClosedJaxpr
+from ..results import ResultCopies, compiled_storage
 from .scalar import storage_dtype
 
 
@@ -23,11 +24,20 @@ class CpuExecutable:
     with a ``TypeError`` and is copied to a matching one, so the common call pays
     nothing for the uncommon one. float16 and bfloat16 arrays cross as views of their
     bits (``uint16``), which is how the generated code holds them. The program writes
-    its largest outputs into arrays an ``OutputPool`` passes it.
+    its largest outputs into arrays an ``OutputPool`` passes it. A result that may share
+    memory with an argument, a constant or another result is copied (``ResultCopies``;
+    the last ``written_back`` results are exempt: the caller copies them into arguments).
     """
 
     def __init__(
-        self, function, consts, program, jaxpr: ClosedJaxpr, pass_log=None, compile_stats=None
+        self,
+        function,
+        consts,
+        program,
+        jaxpr: ClosedJaxpr,
+        pass_log=None,
+        compile_stats=None,
+        written_back: int = 0,
     ):
         self.function = function
         self.program = program
@@ -44,16 +54,24 @@ class CpuExecutable:
         outputs = [v.aval.dtype for v in jaxpr.jaxpr.outvars]
         if any(map(dtypes.is_narrow_float, self._dtypes + outputs)):
             self._call = _narrow_float_views(self._call, self._dtypes, outputs)
+        copies = ResultCopies(jaxpr.jaxpr, compiled_storage(jaxpr.jaxpr), written_back)
+        self._consts = consts
+        self._copies = copies if copies else None  # None: every result is new memory
 
     def __call__(self, *args):
         try:
-            return self._call(*args)
+            results = self._call(*args)
         except TypeError:
             if len(args) != len(self._dtypes):
                 raise
-        # Outside the handler: the failed call's frames (and the arrays an OutputPool
-        # lent it) are freed with its traceback.
-        return self._call(*map(_matching, args, self._dtypes))
+            results = None
+        if results is None:
+            # Outside the handler: the failed call's frames (and the arrays an OutputPool
+            # lent it) are freed with its traceback.
+            results = self._call(*map(_matching, args, self._dtypes))
+        if self._copies is None:
+            return results
+        return self._copies.apply(results, self._consts, args)
 
     @property
     def source(self) -> str:

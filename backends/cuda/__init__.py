@@ -55,7 +55,11 @@ class CudaBackend:
         closed, _ = optimize(closed, name=name)
         return build_program(closed, name, self.options)
 
-    def compile(self, closed: ClosedJaxpr, name: str = "fn") -> CudaExecutable:
+    def compile(
+        self, closed: ClosedJaxpr, name: str = "fn", written_back: int = 0
+    ) -> CudaExecutable:
+        """The executable of ``closed``, whose last ``written_back`` outputs the caller
+        writes into its arguments (``backends.results``)."""
         clock = Stopwatch()
         fused, _ = optimize(closed, name=name)
         optimize_s = clock.lap()
@@ -63,7 +67,7 @@ class CudaBackend:
         codegen_s = clock.lap()
         in_memory = is_compiled(program)
         try:
-            executable = CudaExecutable(program)
+            executable = CudaExecutable(program, written_back)
         except CudaSupportError as error:
             found = " ".join(str(error).split())
             raise MissingDependencyError(

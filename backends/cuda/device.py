@@ -18,11 +18,13 @@ call as it came out. (The simulator's arrays hand ``np.asarray`` their raw bytes
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from ...ir import dtypes
 from ...ir.core import ShapedArray
 from ...ir.errors import NumbaxTypeError
 from .narrow_floats import is_held_as_bits, storage_dtype
+from .options import simulating
 
 
 def is_device_array(value) -> bool:
@@ -105,3 +107,19 @@ def device_copy(array, stream):
     if array.size:
         copy.copy_to_device(array, stream=stream)
     return copy
+
+
+def may_share(a, b) -> bool:
+    """Whether two device arrays' memory may overlap: their byte ranges do."""
+    (start_a, end_a), (start_b, end_b) = _byte_range(a), _byte_range(b)
+    return start_a < end_b and start_b < end_a
+
+
+def _byte_range(array) -> tuple[int, int]:
+    if simulating():  # the simulator's device array holds a NumPy one
+        return byte_bounds(as_numba_array(array)._ary)
+    if not array.size:
+        return 0, 0
+    # The program's arrays are C-contiguous: flat buffers and their reshapes.
+    start = as_numba_array(array).__cuda_array_interface__["data"][0]
+    return start, start + array.size * np.dtype(array.dtype).itemsize

@@ -9,7 +9,8 @@ previous value has run, as ``passes.memory.Liveness.overwrite_refusal`` proves; 
 kernel writes over one of its own operands); they are allocated on the first call and
 kept, like the kernels' scratch space and the program's constants. Outputs get fresh
 device arrays on every call, so a result stays valid however often the function runs
-again. Results are Numba device arrays: they implement ``__cuda_array_interface__``
+again; a result that may be a constant, an argument or another result is copied
+(``backends.results``). Results are Numba device arrays: they implement ``__cuda_array_interface__``
 (CuPy, PyTorch and the next numbax call take them without a copy) and ``np.asarray``
 copies them to the host. Nothing waits for the GPU: reading a result on the host does.
 An update whose value its kernel stored into the window already (``program.StoredUpdate``)
@@ -24,7 +25,8 @@ import warnings
 
 import numpy as np
 
-from ...ir.core import Literal, Var
+from ...ir.core import Literal
+from ..results import ResultCopies
 from . import control, cublas, device
 from .loader import program_kernels
 from .options import simulating
@@ -38,8 +40,12 @@ class CudaExecutable:
 
     accepts_device_arrays = True  # api.py passes device arguments through untouched
 
-    def __init__(self, program: CudaProgram):
+    def __init__(self, program: CudaProgram, written_back: int = 0):
         self.program = program
+        block = program.block
+        # What the caller must not share: the program's constants, the arguments (a
+        # device array passed in is the caller's), other results (``backends.results``).
+        self._copies = ResultCopies(block.jaxpr, block.liveness.storage, written_back)
         self.source = program.source
         self.executions = 0
         self.kernels, self.epilogues = program_kernels(program)
@@ -69,10 +75,14 @@ class CudaExecutable:
         ]
         with _quiet_simulator():
             results = self.run_block(block, inputs, stream, self._constants)
-        for k, atom in enumerate(block.jaxpr.outvars):
-            if isinstance(atom, Var) and atom in self._constants:
-                # The caller may write into a result: not into the program's constants.
-                results[k] = device.device_copy(results[k], stream)
+        consts = [self._constants[var] for var in block.jaxpr.constvars]
+        results = self._copies.apply(
+            results,
+            consts,
+            inputs,
+            copy=lambda result: device.device_copy(result, stream),
+            may_share=device.may_share,
+        )
         return [
             device.as_result(result, aval)
             for result, aval in zip(results, self.program.out_avals, strict=True)

@@ -1,30 +1,37 @@
 """The ``interpret`` backend: runs the jaxpr with the NumPy reference implementations.
 
 It is the oracle the other backends are tested against, so it runs the program exactly
-as traced, without optimisation passes.
+as traced, without optimisation passes. Its results are the caller's own arrays
+(``backends.results``): a NumPy implementation's view of an argument or a constant is
+copied.
 """
 
 from __future__ import annotations
 
 from ...ir.core import ClosedJaxpr
 from ...ir.interpret import eval_jaxpr
+from ..results import ResultCopies, numpy_storage
 
 
 class InterpretExecutable:
-    def __init__(self, closed: ClosedJaxpr):
+    def __init__(self, closed: ClosedJaxpr, written_back: int = 0):
         self.closed = closed
         self.executions = 0
+        self._copies = ResultCopies(closed.jaxpr, numpy_storage(closed.jaxpr), written_back)
 
     def __call__(self, *args):
         self.executions += 1
-        return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+        outs = eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+        return self._copies.apply(outs, self.closed.consts, args)
 
 
 class InterpretBackend:
     name = "interpret"
 
-    def compile(self, closed: ClosedJaxpr, name: str = "fn") -> InterpretExecutable:
-        return InterpretExecutable(closed)
+    def compile(
+        self, closed: ClosedJaxpr, name: str = "fn", written_back: int = 0
+    ) -> InterpretExecutable:
+        return InterpretExecutable(closed, written_back)
 
 
 backend = InterpretBackend()
