@@ -1,47 +1,50 @@
 """What a call's results may share: never the program's constants, its arguments or each
 other. Every backend's executable, and the tiered first-call interpreter, hands its
-results through one ``ResultCopies`` built once from the program it runs.
+results through this module's rule before the caller sees them (and before ``api``
+writes mutated arguments back).
 
 A result is an array the caller owns, as a NumPy function's new array is: writing into
-it changes no argument, no other result and no later call's result. Most results are
-new arrays already (a kernel's output buffer, or a pooled one no caller can see any more:
-``cpu/executable.OutputPool``) and cost nothing here. The others are found from what
-memory each value of the program may be in (``compiled_storage``: the memory plan's own
-proof, ``passes.memory.Liveness.storage``):
+it changes no argument, no other result and no later call's result. Where NumPy would
+return the argument itself or a view of it (``lambda x: x``, ``x.reshape(...)``), the
+result is a copy, as in JAX. Most results are new arrays already (a kernel's output
+buffer, or a pooled one no caller can see any more: ``cpu/executable.OutputPool``) and
+cost nothing here. The others:
 
-- a result that is an argument or a constant of the program, or a value returned at an
-  earlier position, is copied on every call (``f(x) = x``, ``(x * 2, x * 2)`` after CSE,
-  a folded ``np.eye(3)``);
-- a result that may be in an argument's, a constant's or an earlier result's memory (a
-  reshape or a row slice a backend makes as a view, a branch or a loop that may hand its
-  operand back unchanged) is compared with those at run time (``may_share``) and copied
-  where it does;
-- every other result is returned as it is.
-
-NumPy's reference implementations, which the interpreters run, may return a view of any
-operand (``np.transpose``, a basic slice, ``np.asarray`` of the same dtype) and return a
-literal's own array: there every value may be in its operands' memory, literals
-included (``numpy_storage``).
+- A compiled program (``ResultCopies``) is decided once, from what memory each of its
+  values may be in (``compiled_storage``: the memory plan's own proof,
+  ``passes.memory.Liveness.storage``). A result that is an argument or a constant of the
+  program, or a value returned at an earlier position, is copied on every call
+  (``f(x) = x``, ``(x * 2, x * 2)`` after CSE, a folded ``np.eye(3)``). A result that
+  may be in an argument's, a constant's or an earlier result's memory (a reshape or a row
+  slice a backend makes as a view, a branch or a loop that may hand its operand back
+  unchanged) is compared with those at run time (``may_share``) and copied where it
+  does. Every other result is returned as it is.
+- The interpreters (``InterpreterResults``) run NumPy's reference implementations, which
+  decide at run time whether they return a view (``np.transpose``, a basic slice,
+  ``np.asarray`` of the same dtype) and return a literal's own array: each call looks at
+  the array that owns each result's memory, and copies a result whose memory belongs to
+  an argument, a constant, a literal or an earlier result.
 
 The trailing ``written_back`` results are the final values of the arguments the function
 writes into: the caller copies each into its argument and drops it, so they may share
-anything. The copies above happen before that write-back, so a result that was the
-argument's entry value (``before = B.copy(); B[...] = 0; return before``) is copied
-before ``B`` is overwritten.
+anything. The copies happen before that write-back, so a result that was the argument's
+entry value (``before = B.copy(); B[...] = 0; return before``) is copied before ``B`` is
+overwritten.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..ir.core import Jaxpr, Literal, Var
+from ..ir.core import ClosedJaxpr, Jaxpr, Literal, Var
 from ..passes.memory import Liveness
 
-# A value (Var, or Literal for the interpreters) -> the memories it may be in: the
-# program's constvars and invars, literals, and the outputs of eqns that made new memory.
-Storage = Mapping[object, frozenset]
+# A value -> the memories it may be in: the program's constvars and invars, and the
+# outputs of the eqns that made new memory.
+Storage = Mapping[Var, frozenset]
 
 
 def compiled_storage(jaxpr: Jaxpr) -> Storage:
@@ -51,56 +54,35 @@ def compiled_storage(jaxpr: Jaxpr) -> Storage:
     return Liveness(jaxpr).storage
 
 
-def numpy_storage(jaxpr: Jaxpr) -> Storage:
-    """The memories an interpreted program's values may be in: any operand's, literals
-    included."""
-    storage: dict = {var: frozenset([var]) for var in (*jaxpr.constvars, *jaxpr.invars)}
-
-    def of(atom) -> frozenset:
-        return storage.get(atom) or frozenset([atom])  # a literal is memory of its own
-
-    for eqn in jaxpr.eqns:
-        operands = frozenset().union(*map(of, eqn.inputs))
-        for var in eqn.outputs:
-            storage[var] = operands | {var}
-    for atom in jaxpr.outvars:
-        if isinstance(atom, Literal):
-            storage[atom] = frozenset([atom])
-    return storage
-
-
 class ResultCopies:
-    """Which results of ``jaxpr`` a call copies, always or where they share memory.
+    """Which results of a compiled program ``jaxpr`` a call copies: always, or where
+    they share memory at run time.
 
-    ``apply(results, consts, args)`` returns the results the caller may own.
+    ``apply(results, consts, args)`` returns the results the caller may own; a program
+    whose results are all new memory has no steps (``bool(copies)`` is false).
     """
 
     def __init__(self, jaxpr: Jaxpr, storage: Storage, written_back: int = 0):
         owned = jaxpr.outvars[: len(jaxpr.outvars) - written_back]
-        literals = list(
-            dict.fromkeys(
-                root
-                for atom in owned
-                for root in storage.get(atom, ())
-                if isinstance(root, Literal)
-            )
-        )
-        outside = [*jaxpr.constvars, *jaxpr.invars, *literals]
-        self._literal_values = [literal.val for literal in literals]
+        outside = {var: k for k, var in enumerate((*jaxpr.constvars, *jaxpr.invars))}
         # (result position, copied always, outside positions, earlier result positions)
         self._steps: list[tuple[int, bool, tuple[int, ...], tuple[int, ...]]] = []
-        memories: list[frozenset] = []  # of each result as returned
+        returned: set[Var] = set()
+        holders: dict[Var, list[int]] = defaultdict(list)  # memory -> results in it
         for position, atom in enumerate(owned):
-            memory = storage.get(atom, frozenset())
-            if (isinstance(atom, Var) and atom in owned[:position]) or atom in outside:
+            if not isinstance(atom, Var):
+                continue  # a literal result is a new array
+            if atom in returned or atom in outside:
                 self._steps.append((position, True, (), ()))
-                memories.append(frozenset())  # a new copy
-                continue
-            sharing_outside = tuple(k for k, root in enumerate(outside) if root in memory)
-            earlier = tuple(k for k, other in enumerate(memories) if other & memory)
+                continue  # the copy is new memory
+            returned.add(atom)
+            memory = storage.get(atom, frozenset())
+            sharing_outside = tuple(sorted(outside[root] for root in memory if root in outside))
+            earlier = tuple(sorted({k for root in memory for k in holders.get(root, ())}))
             if sharing_outside or earlier:
                 self._steps.append((position, False, sharing_outside, earlier))
-            memories.append(memory)
+            for root in memory:
+                holders[root].append(position)
 
     def __bool__(self) -> bool:
         return bool(self._steps)
@@ -118,7 +100,7 @@ class ResultCopies:
         if not self._steps:
             return results
         returned, results = type(results), list(results)
-        outside = (*consts, *args, *self._literal_values)
+        outside = (*consts, *args)
         for position, always, sharing_outside, earlier in self._steps:
             result = results[position]
             if (
@@ -128,3 +110,51 @@ class ResultCopies:
             ):
                 results[position] = copy(result)
         return tuple(results) if returned is tuple else results
+
+
+class InterpreterResults:
+    """The interpreters' rule: ``apply(results, args)`` copies each result whose memory
+    belongs to an argument, a constant, a literal of ``closed`` (its sub-jaxprs'
+    included: a branch may return one) or an earlier result, or to a buffer NumPy does
+    not name (a strided view of another object), found by identity of the array that
+    owns it."""
+
+    def __init__(self, closed: ClosedJaxpr, written_back: int = 0):
+        self._owned = len(closed.jaxpr.outvars) - written_back
+        held = [*closed.consts, *(literal.val for literal in _literals(closed.jaxpr))]
+        held = [value for value in held if isinstance(value, np.ndarray)]
+        self._program = {id(_memory_owner(value)) for value in held}
+        self._held = held  # the ids above stay theirs while the program lives
+
+    def apply(self, results: Sequence, args: Sequence) -> list:
+        results = list(results)
+        program = self._program
+        taken = {id(_memory_owner(a)) for a in args if isinstance(a, np.ndarray)}
+        for position in range(self._owned):
+            owner = _memory_owner(results[position])
+            shared = id(owner) in taken or id(owner) in program
+            if shared or not isinstance(owner, np.ndarray):
+                results[position] = owner = np.copy(results[position])
+            taken.add(id(owner))
+        return results
+
+
+def _memory_owner(array):
+    """The array owning ``array``'s memory (NumPy points a view's ``base`` at it), or the
+    foreign object a view's ``base`` is (a buffer, a strided view's interface)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array if array.base is None else array.base
+
+
+def _literals(jaxpr: Jaxpr):
+    """Every literal of ``jaxpr`` and of the jaxprs its eqns hold."""
+    for eqn in jaxpr.eqns:
+        yield from (atom for atom in eqn.inputs if isinstance(atom, Literal))
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple | list) else (value,):
+                if isinstance(sub, ClosedJaxpr):
+                    sub = sub.jaxpr
+                if isinstance(sub, Jaxpr):
+                    yield from _literals(sub)
+    yield from (atom for atom in jaxpr.outvars if isinstance(atom, Literal))

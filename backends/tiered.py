@@ -52,7 +52,7 @@ from collections.abc import Callable
 
 from ..ir.core import ClosedJaxpr, Jaxpr
 from ..ir.interpret import Stopped, eval_jaxpr
-from .results import ResultCopies, numpy_storage
+from .results import InterpreterResults
 
 # The backends whose executables take and return NumPy arrays, as the interpreter does.
 # A cuda executable returns device arrays: interpreting its first calls would change the
@@ -140,7 +140,7 @@ class TieredExecutable:
     ):
         self.closed = closed
         # The interpreter's results are the caller's own, as the compiled program's are.
-        self._copies = ResultCopies(closed.jaxpr, numpy_storage(closed.jaxpr), written_back)
+        self._results = InterpreterResults(closed, written_back)
         self.interpreted_calls = 0
         self.interrupted_calls = 0
         self._counting = threading.Lock()
@@ -210,7 +210,7 @@ class TieredExecutable:
             self._start()  # an interpreter that raised still leaves the program to compile
         with self._counting:
             self.interpreted_calls += 1
-        return self._copies.apply(outs, self.closed.consts, args)
+        return self._results.apply(outs, args)
 
     def _should_stop(self) -> Callable[[], bool]:
         """What the interpreter asks before each step of one call: the call starts the

@@ -80,6 +80,9 @@ PROGRAMS = {
     "new_axis": lambda x: x[None],
     "result_and_its_views": _result_and_its_view,
     "branch_returns_operand": lambda x: numbax.cond(x[0, 0] > 100, lambda v: v + 1, lambda v: v, x),
+    "branch_returns_literal": lambda x: numbax.cond(
+        x[0, 0] > 0, lambda v: np.float64(2.0), lambda v: np.float64(3.0), x
+    ),
     "loop_never_runs": lambda x: numbax.while_loop(lambda c: c[0, 0] > 100, lambda c: c + 1, x),
 }
 WRITERS = {"copy_then_zero_argument", "copy_then_increment_argument", "return_written_argument"}

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from ...ir.core import ClosedJaxpr
 from ...ir.interpret import eval_jaxpr
-from ..results import ResultCopies, numpy_storage
+from ..results import InterpreterResults
 
 
 class InterpretExecutable:
     def __init__(self, closed: ClosedJaxpr, written_back: int = 0):
         self.closed = closed
         self.executions = 0
-        self._copies = ResultCopies(closed.jaxpr, numpy_storage(closed.jaxpr), written_back)
+        self._results = InterpreterResults(closed, written_back)
 
     def __call__(self, *args):
         self.executions += 1
         outs = eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
-        return self._copies.apply(outs, self.closed.consts, args)
+        return self._results.apply(outs, args)
 
 
 class InterpretBackend:
