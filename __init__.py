@@ -7,7 +7,7 @@ array([0., 0.])
 
 import sys as _sys
 
-from . import debug, ir, lax, optim, tracer
+from . import debug, ir, lax, optim, tracer, tree_util
 from .api import (
     checkpoint,
     cond,
@@ -56,11 +56,13 @@ from .ir.errors import (
 )
 from .tracer import nn, random
 from .tracer import numpy_api as numpy
+from .tracer import tree_api as tree
 from .tracer.callbacks import ShapeDtypeStruct, pure_callback
 from .tracer.lax import stop_gradient
 from .tracer.numpy_linalg import scipy_modules as _scipy_modules
 from .tracer.pytree import (
     register_pytree_node,
+    register_pytree_node_class,
     tree_flatten,
     tree_leaves,
     tree_map,
@@ -74,6 +76,8 @@ from .transforms.custom_vjp import custom_vjp
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".nn"] = nn
 _sys.modules[__name__ + ".random"] = random
+# Not a file ``tree.py`` at the root either: it would shadow dm-tree's ``tree`` there.
+_sys.modules[__name__ + ".tree"] = tree
 scipy, _scipy_linalg = _scipy_modules(__name__)  # numbax.scipy.linalg: SciPy's, traced
 _sys.modules[scipy.__name__] = scipy
 _sys.modules[_scipy_linalg.__name__] = _scipy_linalg
@@ -132,16 +136,19 @@ __all__ = [
     "optim",
     "pure_callback",
     "register_pytree_node",
+    "register_pytree_node_class",
     "remat",
     "scan",
     "stop_gradient",
     "switch",
     "tracer",
+    "tree",
     "tree_flatten",
     "tree_leaves",
     "tree_map",
     "tree_structure",
     "tree_unflatten",
+    "tree_util",
     "typecheck",
     "value_and_grad",
     "vjp",
