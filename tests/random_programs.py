@@ -32,6 +32,17 @@ EDGE_SHAPES = [(0,), (2, 0), (0, 3), (1,), (1, 1)]  # size-0 and size-1 dimensio
 # iterations (opaque bounds), and of 1 KiB and more (prefetched rows), beside the others.
 WIDE_SHAPES = [(5, 16), (16,), (2, 3, 16), (9, 64), (64,), (7, 257), (257,)]
 WIDE = os.environ.get("NUMBAX_FUZZ_WIDE", "") == "1"
+# ``NUMBAX_FUZZ_LARGE=1`` adds real sizes, the paths only large arrays take: matrices of
+# hundreds per side (matrix products of 2^23 flops and more run on all threads, as one
+# threaded BLAS call or split into blocks of rows), rows of 10^5 elements, and a million
+# elements or more (kernels of 2^20 elements run their loops in prange; outputs of 32 MiB
+# and more are written into the arrays the executable keeps, ``OutputPool``).
+LARGE_SHAPES = [(300, 300), (200, 210), (1, 210), (100_000,), (3, 90, 300), (1100, 1000)]
+LARGE_SHAPES += [((32 << 20) // 8 + 7,)]  # 32 MiB in float64, and twice it after a concat
+LARGE = os.environ.get("NUMBAX_FUZZ_LARGE", "") == "1"
+# A product with a weight matrix as wide as its operand's rows (``_shared_product``) and
+# one line at a time (``_library``'s convolve) only up to this many columns and lines.
+WIDEST_WEIGHTS, MOST_LINES = 512, 16
 SCALARS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0]
 SPECIALS = [0.0, -0.0, np.nan, np.inf, -np.inf]
 
@@ -184,8 +195,10 @@ def _shared_product(data, values):
     x = _pick(data, values)
     if x.ndim == 0:
         return [x * x, x + 1.0]
-    product = x @ _weights(x, columns=x.shape[-1]).astype(x.dtype)
-    other = _pick(data, [v for v in values if _broadcastable(product.shape, v.shape)])
+    columns = x.shape[-1] if x.shape[-1] <= WIDEST_WEIGHTS else 3
+    product = x @ _weights(x, columns=columns).astype(x.dtype)
+    others = [v for v in values if _broadcastable(product.shape, v.shape)]
+    other = _pick(data, others or [product])  # none but itself: a product of 3 columns
     return [other * 2.0, product * other, np.tanh(product) + product, product]
 
 
@@ -240,7 +253,7 @@ def _library(data, values):
         return np.trapezoid(x, dx=0.5, axis=-1)
     if op == "convolve":
         lines = x.reshape(-1, x.shape[-1]) if x.size else x.reshape(1, -1)
-        if lines.shape[-1] == 0:
+        if lines.shape[-1] == 0 or lines.shape[0] > MOST_LINES:
             return x
         # As long as the line at most ("same" keeps its length), in the value's dtype.
         kernel = np.array([0.25, 0.5, -0.75], x.dtype)[: lines.shape[-1]]
@@ -325,6 +338,7 @@ def inputs(data, dtype, edge_shapes: bool = False) -> list[np.ndarray]:
     dimensions too), holding NaN, infinities and signed zeros when drawn so."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     shapes = SHAPES + (EDGE_SHAPES if edge_shapes else []) + (WIDE_SHAPES if WIDE else [])
+    shapes += LARGE_SHAPES if LARGE else []
     drawn = data.draw(st.lists(st.sampled_from(shapes), min_size=1, max_size=3), label="shapes")
     specials = data.draw(st.booleans(), label="specials")
     arrays = []

@@ -7,20 +7,34 @@ float64. The default run is small; ``NUMBAX_FUZZ_EXAMPLES=N`` draws N programs p
 and backend (thousands for a soak run; Hypothesis prints the failing program's draws).
 ``NUMBAX_FUZZ_WIDE=1`` draws rows of up to 257 elements too and runs every cpu kernel on
 all cores, so the loops of long rows and the parallel kernels are fuzzed.
+``NUMBAX_FUZZ_LARGE=1`` draws real sizes too (``random_programs.LARGE_SHAPES``: hundreds
+per side, 10^5 and 4 million elements), so the paths only large arrays take run at the
+thresholds they have in use: parallel loops, matrix products on all threads (half of
+the examples with the products split into blocks of rows, as where the BLAS has no
+thread controls) and outputs written into pooled arrays.
+
+Every jitted function runs both ways a user meets it: tiered (the default: its first
+calls are interpreted while it compiles; called twice, then once more after
+``wait_compiled`` so the compiled program answers too) and ``tiered=False``. After each
+call every result is written into: a result that shares memory with an argument, a
+constant of the program or another result shows as a changed argument, a wrong answer
+of the next call or a changed sibling.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from random_programs import WIDE, Choices, inputs, program
+from random_programs import LARGE, WIDE, Choices, inputs, program
 
 import numbax
 from numbax.backends import cpu
+from numbax.backends.cpu import blas
 
 EXAMPLES = int(os.environ.get("NUMBAX_FUZZ_EXAMPLES", "6"))
 FUZZ = settings(
@@ -40,6 +54,49 @@ FUZZ = settings(
 def _parallel_kernels_when_wide(monkeypatch):
     if WIDE:
         monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 16)
+
+
+# Written into every result after each call (any dtype holds it, as a value or a cast).
+SENTINEL = -1234.5
+
+
+def _leaves(results) -> list:
+    return [r for r in numbax.tree_leaves(results) if isinstance(r, np.ndarray)]
+
+
+def _write_into_results(results, arguments) -> None:
+    """Write ``SENTINEL`` into every result after checking that no result shares memory
+    with an argument or another result (a NumPy function's results never do), and that
+    the siblings of each written result keep their values."""
+    leaves = _leaves(results)
+    for i, value in enumerate(leaves):
+        for j, argument in enumerate(arguments):
+            assert not np.shares_memory(value, argument), f"result {i} aliases argument {j}"
+        for j, other in enumerate(leaves[:i]):
+            assert not np.shares_memory(value, other), f"result {i} aliases result {j}"
+    kept = [value.copy() for value in leaves]
+    for i, value in enumerate(leaves):
+        assert value.flags.writeable, f"result {i} is read-only"
+        value[...] = SENTINEL
+        for j in range(i + 1, len(leaves)):
+            np.testing.assert_array_equal(leaves[j], kept[j], err_msg=f"result {i} wrote {j}")
+
+
+def _calls_of_every_tier(jit_of, arguments, check) -> None:
+    """Call the function made by ``jit_of(tiered)`` tiered (twice, then once more after
+    ``wait_compiled``) and untiered (twice); ``check`` each call's results, write into
+    them, and check that the arguments kept their values."""
+    before = [np.copy(a) for a in arguments]
+    for tiered in (True, False):
+        jitted = jit_of(tiered)
+        for call in range(3 if tiered else 2):
+            if call == 2:
+                jitted.wait_compiled()
+            results = jitted(*arguments)
+            check(results)
+            _write_into_results(results, arguments)
+            for k, (argument, entry) in enumerate(zip(arguments, before, strict=True)):
+                np.testing.assert_array_equal(argument, entry, err_msg=f"argument {k} changed")
 
 
 # Sums reassociate (vectorised and blocked accumulation); nothing else may differ. A
@@ -94,9 +151,22 @@ def _assert_matches(got, expected, dtype, backend=None):
 @given(data=st.data())
 def test_random_programs_equal_numpy(backend, data):
     replayed, arrays, expected, dtype = _draw_program(data)
-    with np.errstate(all="ignore"):
-        got = numbax.jit(replayed, backend=backend)(*arrays)
-    _assert_matches(got, expected, dtype, backend)
+    with np.errstate(all="ignore"), _real_sizes_paths(data):
+        _calls_of_every_tier(
+            lambda tiered: numbax.jit(replayed, backend=backend, tiered=tiered),
+            arrays,
+            lambda got: _assert_matches(got, expected, dtype, backend),
+        )
+
+
+@contextlib.contextmanager
+def _real_sizes_paths(data):
+    """With ``NUMBAX_FUZZ_LARGE``, half the examples run large products split into blocks
+    of rows (the BLAS without thread controls) instead of one threaded BLAS call."""
+    with pytest.MonkeyPatch.context() as patch:
+        if LARGE and data.draw(st.booleans(), label="products split into rows"):
+            patch.setattr(blas, "AVAILABLE", False)
+        yield
 
 
 @FUZZ
@@ -114,6 +184,9 @@ def test_random_programs_writing_every_output_into_pooled_arrays_equal_numpy(dat
         executable = cpu.backend.compile(numbax.make_jaxpr(replayed)(*arrays), "fuzzed")
         held = executable(*arrays)
         _assert_matches(executable(*arrays), expected, dtype)
+        _assert_matches(executable(*arrays), expected, dtype)
+        # Written into and dropped: the next call reuses those arrays and writes them whole.
+        _write_into_results(executable(*arrays), arrays)
         _assert_matches(executable(*arrays), expected, dtype)
     _assert_matches(held, expected, dtype)
 
@@ -140,10 +213,33 @@ def test_random_program_gradients_equal_the_interpreter(compiled_backend, data):
     argnums = tuple(range(len(arrays)))
     with np.errstate(all="ignore"):
         want = numbax.grad(loss, argnums=argnums)(*arrays)
-        staged = numbax.jit(numbax.grad(loss, argnums=argnums), backend=compiled_backend)
-        through = numbax.grad(numbax.jit(loss, backend=compiled_backend), argnums=argnums)
-        for got in (staged(*arrays), through(*arrays)):
-            _assert_matches(got, want, dtype, compiled_backend)
+        check = lambda got: _assert_matches(got, want, dtype, compiled_backend)  # noqa: E731
+        _calls_of_every_tier(
+            lambda tiered: numbax.jit(
+                numbax.grad(loss, argnums=argnums), backend=compiled_backend, tiered=tiered
+            ),
+            arrays,
+            check,
+        )
+        _calls_of_every_tier(
+            lambda tiered: _GradThroughJit(loss, argnums, compiled_backend, tiered),
+            arrays,
+            check,
+        )
+
+
+class _GradThroughJit:
+    """``grad(jit(loss))``, with the inner function's ``wait_compiled``."""
+
+    def __init__(self, loss, argnums, backend, tiered):
+        self.inner = numbax.jit(loss, backend=backend, tiered=tiered)
+        self.gradient = numbax.grad(self.inner, argnums=argnums)
+
+    def __call__(self, *arrays):
+        return self.gradient(*arrays)
+
+    def wait_compiled(self) -> None:
+        self.inner.wait_compiled()
 
 
 def _draw_batch(data, arrays, dtype):
@@ -185,8 +281,13 @@ def test_random_programs_under_vmap_equal_numpy_on_each_example(backend, data):
     axes, batched, each = _draw_batch(data, arrays, dtype)
     with np.errstate(all="ignore"):
         expected = _stacked([replayed(*args) for args in each])
-        got = numbax.jit(numbax.vmap(replayed, in_axes=axes), backend=backend)(*batched)
-    _assert_matches(got, expected, dtype, backend)
+        _calls_of_every_tier(
+            lambda tiered: numbax.jit(
+                numbax.vmap(replayed, in_axes=axes), backend=backend, tiered=tiered
+            ),
+            batched,
+            lambda got: _assert_matches(got, expected, dtype, backend),
+        )
 
 
 @FUZZ
@@ -200,5 +301,10 @@ def test_random_program_per_example_gradients_equal_the_interpreter(compiled_bac
     gradient = numbax.grad(loss, argnums=tuple(range(len(arrays))))
     with np.errstate(all="ignore"):
         want = _stacked([gradient(*args) for args in each])
-        per_example = numbax.jit(numbax.vmap(gradient, in_axes=axes), backend=compiled_backend)
-        _assert_matches(per_example(*batched), want, dtype, compiled_backend)
+        _calls_of_every_tier(
+            lambda tiered: numbax.jit(
+                numbax.vmap(gradient, in_axes=axes), backend=compiled_backend, tiered=tiered
+            ),
+            batched,
+            lambda got: _assert_matches(got, want, dtype, compiled_backend),
+        )
