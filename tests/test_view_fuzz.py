@@ -1,0 +1,423 @@
+"""The view fuzzer: random views of an argument, written and read in place inside a
+jitted function, give NumPy's results and leave NumPy's values in the caller's array.
+
+Hypothesis draws a function as Python source (printed with a failing example): views of
+the argument and of each other (basic slices with steps, negative ones included, ``.T``
+and axis permutations, reshapes of contiguous views, flips, rows), copies taken before
+the writes (``.copy()``, ``np.copy``, ``np.array``, ``astype``), fresh values, and writes
+into views, copies and fresh values: ``v[...] = expr``, ``v[index] = expr``, ``v += expr``,
+``np.copyto(v, w)`` and ufuncs with ``out=v`` whose sources overlap ``v`` (``v[::-1]``,
+``np.flip(v)``, ``v.T``, the view's parent), and ``v[...] = alpha * a @ W + beta * v``.
+It returns copies, fresh values, expressions, views and the argument itself.
+
+The argument is contiguous or a strided, reversed or transposed view of a larger array
+(the caller's array, whose every element is compared). Sometimes the function takes a
+second argument: a view of the same array or a copy. numbax refuses a call exactly where
+its rule allows (``functionalize.refuse_aliased_writes``): the function writes into an
+argument and the two arguments share memory; the refused call writes nothing. Every
+other call must give NumPy's answer (a call the rule allows refusing may be answered
+instead, as where the only write is ``np.copyto(A, A)``: NumPy's answer, then).
+
+The oracle is the same function run by NumPy on a copy of the caller's array. Each
+function is jitted tiered (called twice, then once more after ``wait_compiled``) and
+``tiered=False`` (twice), each call on a fresh copy; after each call every result is
+checked to share no memory with the caller's array or another result and is written
+into, and the caller's array must keep NumPy's values.
+
+The default run is small. ``NUMBAX_FUZZ_EXAMPLES=N`` draws N functions per test and
+backend; ``NUMBAX_FUZZ_LARGE=1`` draws half of them at real sizes (matrices up to 300 x
+300, rows up to 10^5), where the cpu backend's parallel loops and large matrix products
+run.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import zlib
+
+import numpy as np
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from random_programs import LARGE
+
+import numbax
+from numbax.ir.errors import InPlaceUpdateError
+
+EXAMPLES = int(os.environ.get("NUMBAX_FUZZ_EXAMPLES", "12"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+TOLERANCE = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4}
+SENTINEL = -1234.5
+
+
+class Handle:
+    """A name in the drawn function, with a probe array standing for it: views of the
+    probe of the caller's array where the name is a view of an argument, an array of its
+    own where it is a copy or a fresh value. Probes give shapes, layouts and overlaps."""
+
+    def __init__(self, name: str, probe: np.ndarray, root: str | None):
+        self.name, self.probe, self.root = name, probe, root
+
+
+class Program:
+    """The drawn function's source lines, its names, and which arguments it writes."""
+
+    def __init__(self, draw, arguments: dict[str, np.ndarray]):
+        self.draw = draw
+        self.lines: list[str] = []
+        self.handles = [Handle(name, probe, name) for name, probe in arguments.items()]
+        self.written: set[str] = set()
+        self.count = 0
+
+    def new(self, expression: str, probe: np.ndarray, root: str | None) -> Handle:
+        self.count += 1
+        handle = Handle(f"{'v' if root else 'c'}{self.count}", probe, root)
+        self.lines.append(f"{handle.name} = {expression}")
+        self.handles.append(handle)
+        return handle
+
+    def pick(self, handles=None, label="handle") -> Handle:
+        handles = self.handles if handles is None else handles
+        return handles[self.draw(st.integers(0, len(handles) - 1), label=label)]
+
+    def write(self, target: Handle, line: str) -> None:
+        self.lines.append(line)
+        if target.root is not None:
+            self.written.add(target.root)
+
+
+# --- views --------------------------------------------------------------------------------
+
+
+def _slice(draw, n: int) -> slice:
+    """A basic slice of an axis of ``n`` elements that selects at least one of them."""
+    step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
+    start = draw(st.integers(0, n - 1))
+    if draw(st.booleans()):
+        return slice(start, None, step)
+    stop = draw(st.integers(-1, n))
+    drawn = slice(start, None if stop == -1 else stop, step)
+    return drawn if len(range(*drawn.indices(n))) else slice(None, None, step)
+
+
+def _slice_source(s: slice) -> str:
+    parts = ["" if s.start is None else str(s.start), "" if s.stop is None else str(s.stop)]
+    return ":".join(parts) + ("" if s.step in (None, 1) else f":{s.step}")
+
+
+def _index(draw, shape) -> tuple[str, tuple]:
+    """A basic index of an array of ``shape`` (slices, sometimes an integer on the first
+    axis), as source and as the index itself."""
+    index = []
+    for axis, n in enumerate(shape):
+        if axis == 0 and len(shape) > 1 and draw(st.integers(0, 3)) == 0:
+            index.append(draw(st.integers(-n, n - 1)))
+        else:
+            index.append(_slice(draw, n))
+    source = ", ".join(str(i) if isinstance(i, int) else _slice_source(i) for i in index)
+    return source or "...", tuple(index)
+
+
+def _view_of(program: Program, of: Handle) -> None:
+    draw, probe = program.draw, of.probe
+    kinds = ["slice", "flip", "reverse", "identity"] + (["slice"] if probe.ndim else [])
+    if probe.ndim >= 2:
+        kinds += ["transpose", "permute"]
+    if probe.flags.c_contiguous and probe.size > 1:
+        kinds += ["reshape"]
+    kind = draw(st.sampled_from(kinds), label="view")
+    name = of.name
+    if kind == "slice" and probe.ndim:
+        source, index = _index(draw, probe.shape)
+        program.new(f"{name}[{source}]", probe[index], of.root)
+    elif kind == "flip" and probe.ndim:
+        axis = draw(st.integers(0, probe.ndim - 1))
+        program.new(f"np.flip({name}, {axis})", np.flip(probe, axis), of.root)
+    elif kind == "reverse" and probe.ndim:
+        program.new(f"{name}[::-1]", probe[::-1], of.root)
+    elif kind == "transpose":
+        program.new(f"{name}.T", probe.T, of.root)
+    elif kind == "permute":
+        axes = tuple(draw(st.permutations(range(probe.ndim))))
+        program.new(f"np.transpose({name}, {axes})", np.transpose(probe, axes), of.root)
+    elif kind == "reshape":
+        shape = _factored(draw, probe.size)
+        program.new(f"{name}.reshape({shape})", probe.reshape(shape), of.root)
+    else:
+        # np.asarray(traced) is refused by design (tests/tracer/test_errors.py).
+        source = draw(st.sampled_from([f"{name}[...]", f"{name}[:]"]))
+        program.new(source, probe[...], of.root)
+
+
+def _factored(draw, size: int) -> tuple:
+    """A shape of ``size`` elements: flat, or two or three factors."""
+    divisors = [d for d in range(1, size + 1) if size % d == 0]
+    first = draw(st.sampled_from(divisors), label="rows")
+    if draw(st.booleans()):
+        return (size,) if draw(st.booleans()) else (first, size // first)
+    rest = [d for d in divisors if (size // first) % d == 0]
+    second = draw(st.sampled_from(rest), label="columns")
+    return (first, second, size // first // second)
+
+
+# --- values read ------------------------------------------------------------------------------
+
+
+def _operand(program: Program, shape, label="source") -> tuple[str, np.ndarray]:
+    """Source that reads a name (as it is, reversed, flipped or transposed) whose shape
+    broadcasts to ``shape``: often the target itself or a view overlapping it."""
+    options = []
+    for handle in program.handles:
+        p, name = handle.probe, handle.name
+        forms = [(name, p)]
+        if p.ndim:
+            forms += [(f"{name}[::-1]", p[::-1]), (f"np.flip({name})", np.flip(p))]
+        if p.ndim >= 2:
+            forms += [(f"{name}.T", p.T)]
+        options += [(s, q) for s, q in forms if _broadcasts_to(q.shape, shape)]
+    if not options:
+        return "1.5", np.empty(())
+    return options[program.draw(st.integers(0, len(options) - 1), label=label)]
+
+
+def _broadcasts_to(s, t) -> bool:
+    try:
+        return np.broadcast_shapes(s, t) == tuple(t)
+    except ValueError:
+        return False
+
+
+def _expression(program: Program, shape) -> str:
+    """A value of ``shape`` (or broadcasting to it) computed from the names."""
+    source, _ = _operand(program, shape)
+    kind = program.draw(st.sampled_from(["read", "affine", "sin", "sum", "neg"]), label="expr")
+    if kind == "read":
+        return source
+    if kind == "affine":
+        return f"{source} * 0.5 + 1.0"
+    if kind == "sin":
+        return f"np.sin({source})"
+    if kind == "neg":
+        return f"-{source}"
+    other, _ = _operand(program, shape, "second source")
+    return f"{source} * 0.5 - {other}"
+
+
+# --- statements -------------------------------------------------------------------------------
+
+
+def _statement(program: Program) -> None:
+    draw = program.draw
+    kind = draw(
+        st.sampled_from(
+            ["view", "view", "copy", "fresh", "set", "set_index", "inplace", "copyto", "out"]
+            + ["gemm"]
+        ),
+        label="statement",
+    )
+    if kind == "view":
+        return _view_of(program, program.pick())
+    if kind == "copy":
+        of = program.pick()
+        form = draw(
+            st.sampled_from(["{}.copy()", "np.copy({})", "np.array({})", "{}.astype({}.dtype)"])
+        )
+        program.new(form.format(of.name, of.name), of.probe.copy(), None)
+        return None
+    if kind == "fresh":
+        of = program.pick()
+        form = draw(st.sampled_from(["{} * 2.0 - 1.0", "np.cos({})", "{} + 0.0", "{} * 1"]))
+        program.new(form.format(of.name), np.empty_like(of.probe), None)
+        return None
+    target = program.pick(label="target")
+    t, shape = target.name, target.probe.shape
+    if kind == "set":
+        return program.write(target, f"{t}[...] = {_expression(program, shape)}")
+    if kind == "set_index" and target.probe.ndim:
+        source, index = _index(draw, shape)
+        value = _expression(program, target.probe[index].shape)
+        return program.write(target, f"{t}[{source}] = {value}")
+    if kind == "inplace":
+        op = draw(st.sampled_from(["+=", "-=", "*="]))
+        value = _expression(program, shape) if op != "*=" else "-0.5"
+        return program.write(target, f"{t} {op} {value}")
+    if kind == "copyto":
+        source, _ = _operand(program, shape)
+        return program.write(target, f"np.copyto({t}, {source})")
+    if kind == "gemm" and target.probe.ndim == 2:
+        return _gemm(program, target)
+    ufunc = draw(st.sampled_from(["add", "subtract", "multiply", "negative", "positive"]))
+    first, _ = _operand(program, shape)
+    if ufunc in ("negative", "positive"):
+        return program.write(target, f"np.{ufunc}({first}, out={t})")
+    second, _ = _operand(program, shape, "second source")
+    return program.write(target, f"np.{ufunc}({first}, {second}, out={t})")
+
+
+def _gemm(program: Program, target: Handle) -> None:
+    """``t[...] = alpha * a @ W + beta * t``: NPBench's gemm, ``a`` any name with ``t``'s
+    rows (``t`` itself included), ``W`` fixed weights scaled by its rows."""
+    rows, columns = target.probe.shape
+    lhs = [h for h in program.handles if h.probe.ndim == 2 and h.probe.shape[0] == rows]
+    a = program.pick(lhs, "lhs")
+    k = a.probe.shape[1]
+    weights = f"np.linspace(-1.0, 1.0, {k * columns}).reshape({k}, {columns}) / {max(k, 1)}"
+    alpha, beta = program.draw(st.sampled_from([(1.5, 0.5), (1.0, 0.0), (0.5, -1.0)]))
+    t = target.name
+    program.write(target, f"{t}[...] = {alpha} * {a.name} @ ({weights}) + {beta} * {t}")
+
+
+def _results(program: Program) -> str:
+    """One to three results: names (views, copies, the argument itself) and expressions."""
+    results = []
+    for _ in range(program.draw(st.integers(1, 3), label="results")):
+        handle = program.pick(label="result")
+        form = program.draw(st.sampled_from(["{}", "{}", "{} * 1.5", "{}.sum()", "{}.T + 0"]))
+        results.append(form.format(handle.name))
+    return ", ".join(results) + ","
+
+
+# --- the caller's arrays ----------------------------------------------------------------------
+
+
+LAYOUTS = {
+    # name: (the caller's array's shape from the argument's, the argument from it)
+    "contiguous": (lambda s: s, lambda base: base),
+    "every other row": (lambda s: (2 * s[0], *s[1:]), lambda base: base[::2]),
+    "reversed rows": (lambda s: s, lambda base: base[::-1]),
+    "transposed": (lambda s: s[::-1], lambda base: base.T),
+    "reversed columns of wider": (lambda s: (*s[:-1], s[-1] + 3), lambda base: _narrower(base)),
+}  # fmt: skip
+
+
+def _narrower(base):
+    """The last axis reversed from its next-to-last element, three elements short."""
+    return base[..., -2::-1][..., : base.shape[-1] - 3]
+
+
+SECOND = {
+    # name: the second argument, from the caller's array and the first argument
+    "a copy": lambda base, first: first.copy(),
+    "the same array": lambda base, first: first,
+    "its reverse": lambda base, first: first[::-1],
+    "the caller's array": lambda base, first: base,
+    "the other rows": lambda base, first: base[1::2] if base.shape[0] > 1 else base[:0],
+    "its first row": lambda base, first: first[0] if first.ndim > 1 else first[:1],
+}
+
+
+@st.composite
+def programs(draw):
+    """A drawn function's source, the caller's array, and how its arguments are made."""
+    large = LARGE and draw(st.booleans(), label="large")
+    dtype = np.dtype(draw(st.sampled_from([np.float64, np.float32]), label="dtype"))
+    ndim = draw(st.sampled_from([1, 2, 2, 3]), label="ndim")
+    if large:
+        sides = {1: (1000, 100_000), 2: (100, 300), 3: (20, 60)}[ndim]
+    else:
+        sides = {1: (1, 24), 2: (1, 6), 3: (1, 4)}[ndim]
+    shape = tuple(draw(st.integers(*sides), label="side") for _ in range(ndim))
+    layout = draw(st.sampled_from(sorted(LAYOUTS)), label="layout")
+    if layout == "reversed columns of wider" and ndim == 0:
+        layout = "contiguous"
+    second = draw(st.none() | st.sampled_from(sorted(SECOND)), label="second argument")
+    base_shape, view = LAYOUTS[layout]
+    probe_base = np.empty(base_shape(shape), dtype)
+    arguments = {"A": view(probe_base)}
+    if second is not None:
+        arguments["B"] = SECOND[second](probe_base, arguments["A"])
+    program = Program(draw, arguments)
+    for _ in range(draw(st.integers(1, 8), label="statements")):
+        _statement(program)
+    body = program.lines + [f"return {_results(program)}"]
+    names = ", ".join(arguments)
+    source = f"def fuzzed({names}):\n" + "".join(f"    {line}\n" for line in body)
+    overlap = second is not None and np.shares_memory(*arguments.values())
+    may_refuse = overlap and bool(program.written)
+    seed = draw(st.integers(0, 2**32 - 1), label="seed")
+    return source, dtype, base_shape(shape), layout, second, may_refuse, seed
+
+
+def _function(source: str):
+    """The function defined by ``source``, with its lines where tracebacks look."""
+    filename = f"<view fuzz {zlib.crc32(source.encode()):08x}>"  # one name per function
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace["fuzzed"]
+
+
+def _arguments(base, layout, second):
+    first = LAYOUTS[layout][1](base)
+    return (first,) if second is None else (first, SECOND[second](base, first))
+
+
+def _assert_close(got, want, dtype, what):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    tolerance = TOLERANCE[dtype]
+    finite = want[np.isfinite(want)]
+    magnitude = float(np.max(np.abs(finite), initial=1.0))
+    np.testing.assert_allclose(
+        got, want, rtol=tolerance, atol=tolerance * magnitude, equal_nan=True, err_msg=what
+    )
+
+
+def _check_results(results, expected, base, dtype):
+    """Results equal NumPy's, share no memory with the caller's array or each other, and
+    writing into them changes neither the caller's array nor a sibling."""
+    assert len(results) == len(expected)
+    for i, (got, want) in enumerate(zip(results, expected, strict=True)):
+        _assert_close(got, want, dtype, f"result {i}")
+    arrays = [r for r in results if isinstance(r, np.ndarray)]
+    for i, value in enumerate(arrays):
+        assert not np.shares_memory(value, base), f"result {i} aliases the caller's array"
+        for j, other in enumerate(arrays[:i]):
+            assert not np.shares_memory(value, other), f"result {i} aliases result {j}"
+    kept, before = [a.copy() for a in arrays], base.copy()
+    for i, value in enumerate(arrays):
+        assert value.flags.writeable, f"result {i} is read-only"
+        value[...] = SENTINEL
+        for j in range(i + 1, len(arrays)):
+            np.testing.assert_array_equal(arrays[j], kept[j], err_msg=f"result {i} wrote {j}")
+    np.testing.assert_array_equal(base, before, err_msg="writing a result changed the argument")
+
+
+@FUZZ
+@given(drawn=programs())
+def test_views_written_in_place_give_numpys_results_and_arguments(backend, drawn):
+    source, dtype, base_shape, layout, second, may_refuse, seed = drawn
+    note(source)
+    note(f"caller's array {dtype}{list(base_shape)}, argument: {layout}, second: {second}")
+    fuzzed = _function(source)
+    start = (np.random.default_rng(seed).standard_normal(base_shape) * 2.0).astype(dtype)
+    numpy_base = start.copy()
+    with np.errstate(all="ignore"):
+        expected = fuzzed(*_arguments(numpy_base, layout, second))
+    for tiered in (True, False):
+        jitted = numbax.jit(fuzzed, backend=backend, tiered=tiered)
+        for call in range(3 if tiered else 2):
+            base = start.copy()
+            if call == 2:
+                jitted.wait_compiled()
+            try:
+                with np.errstate(all="ignore"):
+                    results = backend.to_host(jitted(*_arguments(base, layout, second)))
+            except InPlaceUpdateError as error:
+                if not (may_refuse and "shares memory" in str(error)):
+                    raise
+                np.testing.assert_array_equal(base, start, err_msg="a refused call wrote")
+                continue
+            _assert_close(base, numpy_base, dtype, "the caller's array")
+            _check_results(results, expected, base, dtype)
