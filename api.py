@@ -275,20 +275,17 @@ class _CacheEntry:
             # the compile goes on from it (its cleanup is then at its fixed point).
             program = passes.clean(program)
         worth, reason = tiering.worth_interpreting(program, self.backend_name)
-        # The written arguments' final values, which the call copies into them.
-        written_back = len(self.writes)
+        writes = self.writes  # the last outputs: written back into these arguments
         if not (tiered and worth):
-            self._executable = _compile_closed(program, self.backend_name, name, why, written_back)
+            self._executable = _compile_closed(program, self.backend_name, name, why, writes)
             return
         if config.log_compiles:
             compile_log.log_tiered(name, why, self.backend_name, reason)
         why = f"{why}, compiled in the background"
         compile_program = functools.partial(
-            _compile_closed, program, self.backend_name, name, why, written_back
+            _compile_closed, program, self.backend_name, name, why, writes
         )
-        self.tiered = tiering.TieredExecutable(
-            program, compile_program, name, written_back=written_back
-        )
+        self.tiered = tiering.TieredExecutable(program, compile_program, name, writes=writes)
 
     @property
     def compiled(self) -> bool:
@@ -626,14 +623,14 @@ def _compile_closed(
     backend_name: str,
     name: str,
     why: str = "(lowered)",
-    written_back: int = 0,
+    writes: tuple[int, ...] = (),
 ):
     """``why``: what the compile log says of the trace this program came from;
-    ``written_back``: how many of the last outputs the caller writes into arguments
-    (the executable's other results never share memory: ``backends/results.py``)."""
+    ``writes``: the arguments the caller writes the last outputs into, in order (no
+    result shares memory it should not: ``backends/results.py``)."""
     backend = backends.get_backend(backend_name)
     try:
-        executable = backend.compile(closed, name=name, written_back=written_back)
+        executable = backend.compile(closed, name=name, writes=writes)
     except (NumbaxError, MemoryError, ImportError):  # ImportError: what the machine lacks
         raise
     except Exception as error:  # noqa: BLE001 - a backend failing on numbax's own program

@@ -25,11 +25,14 @@ cost nothing here. The others:
   the array that owns each result's memory, and copies a result whose memory belongs to
   an argument, a constant, a literal or an earlier result.
 
-The trailing ``written_back`` results are the final values of the arguments the function
-writes into: the caller copies each into its argument and drops it, so they may share
-anything. The copies happen before that write-back, so a result that was the argument's
-entry value (``before = B.copy(); B[...] = 0; return before``) is copied before ``B`` is
-overwritten.
+The trailing ``len(writes)`` results are the final values of the arguments the function
+writes into (``writes``: their positions, in the order ``api`` writes them back): the
+caller copies each into its argument and drops it, so it may share anything but the
+memory of an argument written back before it (``t = A.copy(); np.copyto(A, B);
+np.copyto(B, t)``: ``B``'s final value is ``A``'s entry value, which the write-back into
+``A`` overwrites first). The copies happen before that write-back, so a result that was
+an argument's entry value (``before = B.copy(); B[...] = 0; return before``) is copied
+before ``B`` is overwritten.
 """
 
 from __future__ import annotations
@@ -62,11 +65,16 @@ class ResultCopies:
     whose results are all new memory has no steps (``bool(copies)`` is false).
     """
 
-    def __init__(self, jaxpr: Jaxpr, storage: Storage, written_back: int = 0):
-        owned = jaxpr.outvars[: len(jaxpr.outvars) - written_back]
+    def __init__(self, jaxpr: Jaxpr, storage: Storage, writes: Sequence[int] = ()):
+        count = len(jaxpr.outvars) - len(writes)
         outside = {var: k for k, var in enumerate((*jaxpr.constvars, *jaxpr.invars))}
         # (result position, copied always, outside positions, earlier result positions)
         self._steps: list[tuple[int, bool, tuple[int, ...], tuple[int, ...]]] = []
+        self._add_owned(jaxpr.outvars[:count], storage, outside)
+        written = [jaxpr.invars[w] for w in writes]
+        self._add_written(jaxpr.outvars[count:], written, count, storage, outside)
+
+    def _add_owned(self, owned, storage: Storage, outside: dict) -> None:
         returned: set[Var] = set()
         holders: dict[Var, list[int]] = defaultdict(list)  # memory -> results in it
         for position, atom in enumerate(owned):
@@ -83,6 +91,21 @@ class ResultCopies:
                 self._steps.append((position, False, sharing_outside, earlier))
             for root in memory:
                 holders[root].append(position)
+
+    def _add_written(self, values, arguments, first: int, storage: Storage, outside) -> None:
+        """A written-back value is copied only where it may be in the memory of an
+        argument written back before it, which that write-back overwrites first."""
+        overwritten: dict[Var, int] = {}  # argument -> its outside position
+        for position, (atom, argument) in enumerate(
+            zip(values, arguments, strict=True), start=first
+        ):
+            memory = storage.get(atom, frozenset()) if isinstance(atom, Var) else frozenset()
+            sharing = tuple(sorted(overwritten[root] for root in memory if root in overwritten))
+            if atom in overwritten:
+                self._steps.append((position, True, (), ()))
+            elif sharing:
+                self._steps.append((position, False, sharing, ()))
+            overwritten[argument] = outside[argument]
 
     def __bool__(self) -> bool:
         return bool(self._steps)
@@ -119,8 +142,9 @@ class InterpreterResults:
     not name (a strided view of another object), found by identity of the array that
     owns it."""
 
-    def __init__(self, closed: ClosedJaxpr, written_back: int = 0):
-        self._owned = len(closed.jaxpr.outvars) - written_back
+    def __init__(self, closed: ClosedJaxpr, writes: Sequence[int] = ()):
+        self._owned = len(closed.jaxpr.outvars) - len(writes)
+        self._writes = tuple(writes)
         held = [*closed.consts, *(literal.val for literal in _literals(closed.jaxpr))]
         held = [value for value in held if isinstance(value, np.ndarray)]
         self._program = {id(_memory_owner(value)) for value in held}
@@ -136,6 +160,13 @@ class InterpreterResults:
             if shared or not isinstance(owner, np.ndarray):
                 results[position] = owner = np.copy(results[position])
             taken.add(id(owner))
+        overwritten: set[int] = set()  # the arguments written back before
+        for position, argument in enumerate(self._writes, start=self._owned):
+            owner = _memory_owner(results[position])
+            if id(owner) in overwritten or not isinstance(owner, np.ndarray):
+                results[position] = np.copy(results[position])
+            if isinstance(args[argument], np.ndarray):
+                overwritten.add(id(_memory_owner(args[argument])))
         return results
 
 

@@ -136,11 +136,11 @@ class TieredExecutable:
         compile_program: Callable[[], object],
         name: str,
         compile_at_once: bool = False,
-        written_back: int = 0,
+        writes: tuple[int, ...] = (),
     ):
         self.closed = closed
         # The interpreter's results are the caller's own, as the compiled program's are.
-        self._results = InterpreterResults(closed, written_back)
+        self._results = InterpreterResults(closed, writes)
         self.interpreted_calls = 0
         self.interrupted_calls = 0
         self._counting = threading.Lock()

@@ -91,6 +91,11 @@ WRITERS = {"copy_then_zero_argument", "copy_then_increment_argument", "return_wr
 MODES = [(str(b), False) for b in BACKENDS] + [("cpu", True)]
 
 
+def _mode_id(mode) -> str:
+    backend, tiered = mode
+    return f"{backend}-tiered" if tiered else backend
+
+
 def _argument() -> np.ndarray:
     return np.arange(1.0, 7.0).reshape(2, 3)
 
@@ -127,7 +132,7 @@ def interpreted_only(monkeypatch):
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
-@pytest.mark.parametrize("mode", MODES, ids=lambda m: f"{m[0]}{'-tiered' if m[1] else ''}")
+@pytest.mark.parametrize("mode", MODES, ids=_mode_id)
 def test_writing_into_results_changes_nothing_else(request, mode, name):
     backend, tiered = mode
     if tiered:
@@ -156,6 +161,38 @@ def test_writing_into_results_changes_nothing_else(request, mode, name):
             for value, wanted in zip(results, now, strict=True):
                 np.testing.assert_allclose(_host(value), wanted, rtol=1e-15)
             np.testing.assert_array_equal(_host(passed), expected_argument)
+
+
+def _swap(a, b):
+    saved = a.copy()
+    np.copyto(a, b)
+    np.copyto(b, saved)
+
+
+def _rotate(a, b, c):
+    saved = a.copy()
+    np.copyto(a, b)
+    np.copyto(b, c)
+    np.copyto(c, saved)
+
+
+@pytest.mark.parametrize("fun", [_swap, _rotate])
+@pytest.mark.parametrize("mode", MODES, ids=_mode_id)
+def test_arguments_written_from_each_other_hold_numpys_values(request, mode, fun):
+    """The written-back value of ``b`` is ``a``'s entry value: the write-back into ``a``
+    comes first, so that value is copied before it."""
+    backend, tiered = mode
+    if tiered:
+        request.getfixturevalue("interpreted_only")
+    count = fun.__code__.co_argcount
+    jitted = numbax.jit(fun, backend=backend, tiered=tiered)
+    for _ in range(2):
+        expected = [np.arange(3.0) + 10 * k for k in range(count)]
+        fun(*expected)
+        arguments = [np.arange(3.0) + 10 * k for k in range(count)]
+        jitted(*arguments)
+        for got, wanted in zip(arguments, expected, strict=True):
+            np.testing.assert_array_equal(got, wanted)
 
 
 @pytest.mark.parametrize(
@@ -188,12 +225,12 @@ def test_new_results_are_not_copied():
 
 def test_a_written_argument_returned_as_well_is_not_copied():
     """``b *= 2; return b``: the result and the argument's final value are one array;
-    the caller copies the latter into ``b`` (``written_back``), so neither is copied."""
+    the caller copies the latter into ``b`` (``writes``), so neither is copied."""
     closed = numbax.make_jaxpr(_doubled_in_place)(_argument())
     fused, _ = optimize(closed)
     (result, written) = fused.jaxpr.outvars
     assert result is written
-    assert not ResultCopies(fused.jaxpr, compiled_storage(fused.jaxpr), written_back=1)
+    assert not ResultCopies(fused.jaxpr, compiled_storage(fused.jaxpr), writes=(0,))
     assert ResultCopies(fused.jaxpr, compiled_storage(fused.jaxpr))
 
 

@@ -56,12 +56,15 @@ class CpuBackend:
         return write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
 
     def compile(
-        self, closed: ClosedJaxpr, name: str = "fn", optimize: bool = True, written_back: int = 0
+        self,
+        closed: ClosedJaxpr,
+        name: str = "fn",
+        optimize: bool = True,
+        writes: tuple[int, ...] = (),
     ):
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
-        then its own kernel), for tests and for debugging the passes. The last
-        ``written_back`` outputs are written into arguments by the caller
-        (``backends.results``)."""
+        then its own kernel), for tests and for debugging the passes. The caller writes
+        the last outputs into its arguments ``writes`` (``backends.results``)."""
         from . import cache, heap
         from .executable import CpuExecutable
         from .program import write_program
@@ -77,7 +80,7 @@ class CpuBackend:
         outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
         llvm_s = None if in_memory else cache.llvm_seconds(function)
         stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome, llvm_s)
-        return CpuExecutable(function, fused.consts, generated, fused, log, stats, written_back)
+        return CpuExecutable(function, fused.consts, generated, fused, log, stats, writes)
 
 
 def _optimize(closed: ClosedJaxpr, name: str):

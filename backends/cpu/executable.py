@@ -26,7 +26,8 @@ class CpuExecutable:
     bits (``uint16``), which is how the generated code holds them. The program writes
     its largest outputs into arrays an ``OutputPool`` passes it. A result that may share
     memory with an argument, a constant or another result is copied (``ResultCopies``;
-    the last ``written_back`` results are exempt: the caller copies them into arguments).
+    the last results, which the caller copies into its arguments ``writes``, only where
+    an earlier write-back would overwrite them).
     """
 
     def __init__(
@@ -37,7 +38,7 @@ class CpuExecutable:
         jaxpr: ClosedJaxpr,
         pass_log=None,
         compile_stats=None,
-        written_back: int = 0,
+        writes: tuple[int, ...] = (),
     ):
         self.function = function
         self.program = program
@@ -54,7 +55,7 @@ class CpuExecutable:
         outputs = [v.aval.dtype for v in jaxpr.jaxpr.outvars]
         if any(map(dtypes.is_narrow_float, self._dtypes + outputs)):
             self._call = _narrow_float_views(self._call, self._dtypes, outputs)
-        copies = ResultCopies(jaxpr.jaxpr, compiled_storage(jaxpr.jaxpr), written_back)
+        copies = ResultCopies(jaxpr.jaxpr, compiled_storage(jaxpr.jaxpr), writes)
         self._consts = consts
         self._copies = copies if copies else None  # None: every result is new memory
 

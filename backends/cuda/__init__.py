@@ -56,10 +56,10 @@ class CudaBackend:
         return build_program(closed, name, self.options)
 
     def compile(
-        self, closed: ClosedJaxpr, name: str = "fn", written_back: int = 0
+        self, closed: ClosedJaxpr, name: str = "fn", writes: tuple[int, ...] = ()
     ) -> CudaExecutable:
-        """The executable of ``closed``, whose last ``written_back`` outputs the caller
-        writes into its arguments (``backends.results``)."""
+        """The executable of ``closed``, whose last outputs the caller writes into its
+        arguments ``writes`` (``backends.results``)."""
         clock = Stopwatch()
         fused, _ = optimize(closed, name=name)
         optimize_s = clock.lap()
@@ -67,7 +67,7 @@ class CudaBackend:
         codegen_s = clock.lap()
         in_memory = is_compiled(program)
         try:
-            executable = CudaExecutable(program, written_back)
+            executable = CudaExecutable(program, writes)
         except CudaSupportError as error:
             found = " ".join(str(error).split())
             raise MissingDependencyError(

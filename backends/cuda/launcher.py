@@ -40,12 +40,12 @@ class CudaExecutable:
 
     accepts_device_arrays = True  # api.py passes device arguments through untouched
 
-    def __init__(self, program: CudaProgram, written_back: int = 0):
+    def __init__(self, program: CudaProgram, writes: tuple[int, ...] = ()):
         self.program = program
         block = program.block
         # What the caller must not share: the program's constants, the arguments (a
         # device array passed in is the caller's), other results (``backends.results``).
-        self._copies = ResultCopies(block.jaxpr, block.liveness.storage, written_back)
+        self._copies = ResultCopies(block.jaxpr, block.liveness.storage, writes)
         self.source = program.source
         self.executions = 0
         self.kernels, self.epilogues = program_kernels(program)

@@ -14,10 +14,10 @@ from ..results import InterpreterResults
 
 
 class InterpretExecutable:
-    def __init__(self, closed: ClosedJaxpr, written_back: int = 0):
+    def __init__(self, closed: ClosedJaxpr, writes: tuple[int, ...] = ()):
         self.closed = closed
         self.executions = 0
-        self._results = InterpreterResults(closed, written_back)
+        self._results = InterpreterResults(closed, writes)
 
     def __call__(self, *args):
         self.executions += 1
@@ -29,9 +29,9 @@ class InterpretBackend:
     name = "interpret"
 
     def compile(
-        self, closed: ClosedJaxpr, name: str = "fn", written_back: int = 0
+        self, closed: ClosedJaxpr, name: str = "fn", writes: tuple[int, ...] = ()
     ) -> InterpretExecutable:
-        return InterpretExecutable(closed, written_back)
+        return InterpretExecutable(closed, writes)
 
 
 backend = InterpretBackend()

@@ -176,7 +176,7 @@ def test_tiered_false_and_the_config_default_compile_before_the_first_call(monke
 def test_a_failed_background_compile_raises_on_every_later_call(monkeypatch):
     first_call_returned = threading.Event()
 
-    def failing_compile(closed, backend_name, name, why="(lowered)", written_back=0):
+    def failing_compile(closed, backend_name, name, why="(lowered)", writes=()):
         first_call_returned.wait()
         raise UnsupportedOnBackendError(f"cannot compile {name}")
 
