@@ -69,6 +69,7 @@ from .tracer.pytree import (
     tree_structure,
     tree_unflatten,
 )
+from .transforms.custom_jvp import custom_jvp
 from .transforms.custom_vjp import custom_vjp
 
 # ``numbax.numpy`` cannot be a file or folder at the package root: the root is also the
@@ -115,6 +116,7 @@ __all__ = [
     "UnsupportedOnBackendError",
     "checkpoint",
     "cond",
+    "custom_jvp",
     "custom_vjp",
     "debug",
     "deserialize",

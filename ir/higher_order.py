@@ -3,9 +3,10 @@
 ``jit_call`` calls a closure-converted jaxpr (no constvars: captured values are
 passed as leading operands). ``checkpoint`` has the same form; only its VJP differs.
 ``custom_vjp_call`` is a call too, carrying the user's forward and backward jaxprs for
-reverse mode (see its comment). Their reference implementation interprets the
-sub-jaxpr (``interpret.body_rule``); the public API replaces the eager implementation of
-``jit_call`` with one that compiles (see ``set_impl``), the interpreter keeps its own.
+reverse mode (see its comment), and ``custom_jvp_call`` the user's forward-mode rule.
+Their reference implementation interprets the sub-jaxpr (``interpret.body_rule``); the
+public API replaces the eager implementation of ``jit_call`` with one that compiles (see
+``set_impl``), the interpreter keeps its own.
 """
 
 from __future__ import annotations
@@ -101,6 +102,43 @@ custom_vjp_call_p = register(
     Pattern.CONTROL,
     _custom_vjp_call_rule,
     _call_impl("custom_vjp_call"),
+    multiple_results=True,
+)
+
+
+def _custom_jvp_call_rule(
+    *avals: ShapedArray, jaxpr: Jaxpr, jvp_jaxpr: Jaxpr, const_counts: tuple[int, int]
+):
+    out_avals = _call_rule("custom_jvp_call")(*avals, jaxpr=jaxpr)
+    num_primal_consts, num_jvp_consts = const_counts
+    args = list(avals[num_primal_consts + num_jvp_consts :])
+    jvp_consts = list(avals[num_primal_consts : num_primal_consts + num_jvp_consts])
+    check(
+        jvp_jaxpr.in_avals == jvp_consts + args + args,
+        "custom_jvp_call",
+        "jvp_jaxpr must take its consts, the arguments and one tangent per argument",
+    )
+    check(
+        jvp_jaxpr.out_avals == out_avals + out_avals,
+        "custom_jvp_call",
+        "jvp_jaxpr must return the primal outputs, then one tangent per output",
+    )
+    return out_avals
+
+
+# A call whose forward-mode derivative the user wrote (``numbax.custom_jvp``); reverse
+# mode transposes that rule, which is linear in the tangents (``transforms/custom_jvp.py``).
+#
+#   inputs:  (*primal_consts, *jvp_consts, *args), counts in ``const_counts``
+#   params:  jaxpr      the primal function over all inputs (it ignores the rule's
+#                       consts), so a pass may inline it as an ordinary call
+#            jvp_jaxpr  (*jvp_consts, *args, *tangents) -> (*outs, *tangent_outs), a
+#                       tangent of each argument's and each output's aval
+custom_jvp_call_p = register(
+    "custom_jvp_call",
+    Pattern.CONTROL,
+    _custom_jvp_call_rule,
+    _call_impl("custom_jvp_call"),
     multiple_results=True,
 )
 

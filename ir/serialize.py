@@ -413,6 +413,11 @@ SIGNATURES: dict[str, Signature] = {
         },
         variadic=True,
     ),
+    "custom_jvp_call": Signature(
+        0,
+        {"jaxpr": JAXPR, "jvp_jaxpr": JAXPR, "const_counts": _tuple_of(COUNT, 2)},
+        variadic=True,
+    ),
     "kernel": Signature(
         0,
         {"jaxpr": JAXPR, "kind": _one_of(*higher_order.KERNEL_KINDS), "name": TEXT},

@@ -1,9 +1,9 @@
 """Inlining: the body of every nested ``jit_call`` is spliced into its caller, so the
 passes after it (fusion above all) see across function boundaries.
 
-``checkpoint`` and ``custom_vjp_call`` are inlined too: they only tell autodiff what to
-save or how to differentiate, and autodiff is over by the time the passes run (the
-primal ``jaxpr`` of a ``custom_vjp_call`` takes all its operands, as a call does). So is
+``checkpoint``, ``custom_vjp_call`` and ``custom_jvp_call`` are inlined too: they only
+tell autodiff what to save or how to differentiate, and autodiff is over by the time the
+passes run (the primal ``jaxpr`` of a custom call takes all its operands, as a call does). So is
 ``kernel``, which makes ``optimize`` idempotent: a fused program is fused again.
 """
 
@@ -14,7 +14,7 @@ from collections import Counter
 from ..ir.core import ClosedJaxpr, Jaxpr
 from .rewrite import Rebuilder, map_subjaxprs
 
-INLINED = ("jit_call", "checkpoint", "custom_vjp_call", "kernel")
+INLINED = ("jit_call", "checkpoint", "custom_vjp_call", "custom_jvp_call", "kernel")
 
 
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:

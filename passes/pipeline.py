@@ -1,6 +1,6 @@
 """The optimisation pipeline: the compiler's table of contents, read top to bottom.
 
-    inline          nested jit_call, checkpoint and custom_vjp_call bodies spliced in
+    inline          nested jit_call, checkpoint and custom call bodies spliced in
     narrow_floats   float16 and bfloat16 arithmetic computed in float32, results
                     rounded back (what NumPy's float16 loops do); moves stay narrow
     cleanup         to a fixed point:

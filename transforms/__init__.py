@@ -1,7 +1,7 @@
 """Transforms: functions from jaxprs to jaxprs, each an interpreter over per-primitive
 rules (``jvp_rules`` in ``jvp.py``, ``vjp_rules`` in ``vjp_rules.py``), and the
 user-facing derivatives built on them (``autodiff``, ``jacobians``, ``checkpoint``,
-``custom_vjp``). The submodules are imported here so every rule table is complete;
+``custom_vjp``, ``custom_jvp``). The submodules are imported here so every rule table is complete;
 the public functions are re-exported from ``numbax`` itself (a name like ``jvp`` here
 would hide the submodule of the same name)."""
 
@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     checkpoint,
     complex_rules,
     control_flow,
+    custom_jvp,
     custom_vjp,
     fft_rules,
     jacobians,

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.control_flow import cond_p, scan_p, while_p
-from ..ir.higher_order import checkpoint_p, custom_vjp_call_p, jit_call_p
+from ..ir.higher_order import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, jit_call_p
 from ..tracer import lax
 from ..tracer.core import bind
 from .batching import (
@@ -80,6 +80,26 @@ def _custom_vjp_call_rule(args, dims, *, jaxpr, fwd_jaxpr, bwd_jaxpr, const_coun
         jaxpr=batched(jaxpr),
         fwd_jaxpr=batched(fwd_jaxpr),
         bwd_jaxpr=batched(bwd_jaxpr),
+        const_counts=const_counts,
+    )
+    return outs, [0] * len(outs)
+
+
+@register_rule("custom_jvp_call")
+def _custom_jvp_call_rule(args, dims, *, jaxpr, jvp_jaxpr, const_counts):
+    # Everything batched, as for custom_vjp_call: the tangents a later jvp or vjp gives
+    # the rule have the batched arguments' shapes, whatever the arguments' batching.
+    size = axis_size(args, dims)
+    args = [to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
+
+    def batched(sub):
+        return batch_subjaxpr(sub, [True] * len(sub.invars), size, [True] * len(sub.outvars))[0]
+
+    outs = bind(
+        custom_jvp_call_p,
+        *args,
+        jaxpr=batched(jaxpr),
+        jvp_jaxpr=batched(jvp_jaxpr),
         const_counts=const_counts,
     )
     return outs, [0] * len(outs)

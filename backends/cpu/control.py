@@ -72,7 +72,7 @@ def _assign(writer, targets, values) -> None:
 
 
 def write_call(writer, eqn: Eqn) -> None:
-    """A call (``jit_call``, ``checkpoint``, ``custom_vjp_call``'s primal): its body inline.
+    """A call (``jit_call``, ``checkpoint``, a custom call's primal): its body inline.
     The results are bound to new names, so the body may be written again later."""
     writer.emit(f"# {writer.comment(eqn)}")
     results = _body(writer, eqn.params["jaxpr"], [_operand(writer, a) for a in eqn.inputs])
@@ -196,4 +196,5 @@ WRITERS = {
     "jit_call": write_call,
     "checkpoint": write_call,
     "custom_vjp_call": write_call,
+    "custom_jvp_call": write_call,
 }

@@ -26,7 +26,7 @@ from .scatter import scatter_kernel, window_kernel
 from .writer import KernelSource, KernelWriter
 
 # Calls whose ``jaxpr`` param computes the outputs from all the operands: spliced in.
-CALLS = ("jit_call", "checkpoint", "custom_vjp_call")
+CALLS = ("jit_call", "checkpoint", "custom_vjp_call", "custom_jvp_call")
 _KIND_OF_PATTERN = {
     Pattern.ELEMENTWISE: "elementwise",
     Pattern.BROADCAST: "elementwise",

@@ -2,7 +2,7 @@
 
 The input is whatever ``passes.optimize`` made (kernel eqns, and control flow), or any
 unoptimised jaxpr (``build_program`` called directly): a plain eqn becomes a kernel of
-one op, a nested call (``jit_call``, ``checkpoint``, ``custom_vjp_call``) is spliced
+one op, a nested call (``jit_call``, ``checkpoint``, a custom call) is spliced
 in (``passes.inline``). Reshapes between kernels cost nothing on the device (every
 buffer is flat and C-ordered), so a reshape kernel is dropped and its readers read its
 operand's buffer (``views``). The program is a list of steps in blocks (``steps``).

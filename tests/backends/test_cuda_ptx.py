@@ -288,7 +288,7 @@ def test_every_primitive_has_a_cuda_rule():
     from numbax.ir.primitive import PRIMITIVES, Pattern
 
     kernels_of_their_own = {"dot_general", "cumsum", "scatter", *REDUCERS}
-    spliced_in = {"kernel", "jit_call", "checkpoint", "custom_vjp_call"}
+    spliced_in = {"kernel", "jit_call", "checkpoint", "custom_vjp_call", "custom_jvp_call"}
     for name, prim in PRIMITIVES.items():
         covered = name in SCALAR_RULES or name in INDEX_RULES or name in kernels_of_their_own
         on_the_host = name in RUNNERS

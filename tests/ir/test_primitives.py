@@ -105,6 +105,12 @@ SAMPLES = {
         bwd_jaxpr=_jaxpr(lambda cos, g: g * cos, F, F),
         const_counts=(0, 0, 0),
     ),
+    "custom_jvp_call": _sample(
+        F,
+        jaxpr=_jaxpr(lambda x: np.sin(x), F),
+        jvp_jaxpr=_jaxpr(lambda x, t: (np.sin(x), np.cos(x) * t), F, F),
+        const_counts=(0, 0),
+    ),
     "debug_callback": _sample(F, INT, callback=register_callback(lambda *arrays: None)),
     "pure_callback": _sample(
         F,

@@ -127,12 +127,21 @@ def _clipped_square(x):
 _clipped_square.defvjp(lambda x: (x * x, x), lambda x, ct: (np.clip(2 * x * ct, -1, 1),))
 
 
+@numbax.custom_jvp
+def _clipped_cube(x):
+    return x * x * x
+
+
+_clipped_cube.defjvp(lambda p, t: (p[0] ** 3, np.clip(3 * p[0] * p[0] * t[0], -1, 1)))
+
+
 def _control_flow(x):
     y = numbax.cond(x[0] > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
     total = numbax.fori_loop(0, 3, lambda i, acc: acc + np.sin(acc), y)
     carry, ys = numbax.scan(lambda c, v: (c + v, c * v), np.float32(0.0), x)
     count = numbax.while_loop(lambda c: c < 5.0, lambda c: c + 1.5, carry)
     called = numbax.jit(_square)(x) + numbax.checkpoint(np.tanh)(x) + _clipped_square(x)
+    called = called + _clipped_cube(x)
     return total + ys + count, called
 
 

@@ -345,6 +345,31 @@ def _custom_vjp(x, y):
     return _sin_times(x * x, y) * 2.0
 
 
+@numbax.custom_jvp
+def _tanh_times(x, y):
+    return lax.tanh(x) * y
+
+
+@_tanh_times.defjvp
+def _tanh_times_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    tanh = lax.tanh(x)
+    return tanh * y, (1.0 - tanh * tanh) * y * tx + tanh * ty
+
+
+@program(
+    "custom_jvp_call",
+    normal(
+        3,
+    ),
+    normal(
+        3,
+    ),
+)
+def _custom_jvp(x, y):
+    return _tanh_times(x * x, y) * 2.0
+
+
 @program(
     "cond",
     normal(

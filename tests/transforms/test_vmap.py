@@ -20,7 +20,7 @@ from numbax.config import config
 from numbax.ir import PRIMITIVES, Jaxpr
 from numbax.ir.elementwise import BINARY, COMPARISONS, UNARY
 from numbax.ir.errors import BatchingError
-from numbax.ir.higher_order import checkpoint_p, custom_vjp_call_p, kernel_p
+from numbax.ir.higher_order import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, kernel_p
 from numbax.tracer import lax
 from numbax.tracer import lax_linalg as la
 from numbax.tracer import numpy_complex as cx
@@ -306,6 +306,15 @@ def _custom_vjp(x):
         bwd_jaxpr=_SIN_BWD,
         const_counts=(0, 0, 0),
     )
+    return out
+
+
+_SIN_JVP = numbax.make_jaxpr(lambda x, t: (np.sin(x), np.cos(x) * t))(np.ones(4), np.ones(4)).jaxpr
+
+
+@rule("custom_jvp_call", [Arg((4,))], (0,))
+def _custom_jvp(x):
+    (out,) = bind(custom_jvp_call_p, x, jaxpr=_SIN, jvp_jaxpr=_SIN_JVP, const_counts=(0, 0))
     return out
 
 
