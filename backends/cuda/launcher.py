@@ -10,11 +10,12 @@ kernel writes over one of its own operands); they are allocated on the first cal
 kept, like the kernels' scratch space and the program's constants. Outputs get fresh
 device arrays on every call, so a result stays valid however often the function runs
 again; a result that may be a constant, an argument or another result is copied
-(``backends.results``). Results are Numba device arrays: they implement ``__cuda_array_interface__``
-(CuPy, PyTorch and the next numbax call take them without a copy) and ``np.asarray``
-copies them to the host. Nothing waits for the GPU: reading a result on the host does.
-An update whose value its kernel stored into the window already (``program.StoredUpdate``)
-launches nothing: its output is its operand's buffer, handed on.
+(``backends.results``). Results are Numba device arrays: they implement
+``__cuda_array_interface__`` (CuPy, PyTorch and the next numbax call take them without a
+copy) and ``np.asarray`` copies them to the host. Nothing waits for the GPU: reading a
+result on the host does. An update whose value its kernel stored into the window already
+(``program.StoredUpdate``) launches nothing: its output is its operand's buffer, handed
+on.
 """
 
 from __future__ import annotations
