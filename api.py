@@ -27,7 +27,9 @@ from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, first_source_info
 from .ir.errors import (
     InternalCompilerError,
     NumbaxError,
+    NumbaxTypeError,
     ProgramSizeWarning,
+    ShapeError,
     StaticArgumentError,
     UnsupportedOnBackendError,
     at_line,
@@ -48,6 +50,7 @@ from .tracer.closure import closure_convert
 from .tracer.core import current_trace, trace_flat
 from .tracer.numpy_namespace import tracing_numpy
 from .tracer.promote import argument_aval, is_device_array
+from .tracer.pytree import PyTreeDef
 from .tracer.source_info import user_frame_info
 from .transforms import autodiff, jacobians
 from .transforms import checkpoint as rematerialise
@@ -507,8 +510,10 @@ class JitFunction:
 
     def _lower(self, args, kwargs, bound: bool = False):
         call, dynamic, dyn_kwargs, _ = self._split(args, kwargs, bound)
-        closed, _, _, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs, writes=[])
-        return Lowered(closed, self.backend or backends.default_backend_name(), self.__name__)
+        writes = []
+        closed, in_tree, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs, writes=writes)
+        backend_name = self.backend or backends.default_backend_name()
+        return Lowered(closed, backend_name, self.__name__, in_tree, out_tree, tuple(writes))
 
 
 traceback_util.register_boundary(JitFunction.__call__.__code__)
@@ -562,12 +567,25 @@ class Lowered:
     ``jaxpr`` is the program as traced; ``as_text()`` prints it optimised and fused into
     kernels (``fused``), ``pass_log`` says what each pass changed, ``memory_plan`` how
     intermediates share buffers, ``dump_passes(dir)`` writes the IR after every pass.
+    ``compile()`` gives a ``Compiled``, called as the function is (static arguments left
+    out) and returning the function's output structure.
     """
 
-    def __init__(self, closed: ClosedJaxpr, backend_name: str, name: str):
+    def __init__(
+        self,
+        closed: ClosedJaxpr,
+        backend_name: str,
+        name: str,
+        in_tree: PyTreeDef | None = None,
+        out_tree: PyTreeDef | None = None,
+        writes: tuple[int, ...] = (),
+    ):
         self.jaxpr = closed
         self.backend_name = backend_name
         self.name = name
+        # The structure of (dynamic args, kwargs) and of the result; the argument leaves
+        # the function writes into (their final values are outputs after out_tree's).
+        self.in_tree, self.out_tree, self.writes = in_tree, out_tree, writes
         self._optimized = None
 
     def _optimize(self):
@@ -614,8 +632,63 @@ class Lowered:
             )
         return backend.lower(self.jaxpr, self.name).source
 
-    def compile(self):
-        return _compile_closed(self.jaxpr, self.backend_name, self.name)
+    def compile(self) -> Compiled:
+        executable = _compile_closed(self.jaxpr, self.backend_name, self.name, writes=self.writes)
+        return Compiled(executable, self)
+
+
+class Compiled:
+    """A compiled program, from ``jit(f).lower(*args).compile()``.
+
+    Called with arguments of the types it was lowered for (the static ones left out, as
+    in JAX), it returns ``f``'s output structure and writes back into the arguments ``f``
+    writes into, as the jitted function does. ``executable`` is the backend's program;
+    its attributes (``source``, ``compile_stats``, ...) are read through this object.
+
+    >>> import numpy as np, numbax
+    >>> f = numbax.jit(lambda x, n: {"y": x * n}, static_argnums=1, backend="interpret")
+    >>> f.lower(np.ones(2), 3).compile()(np.arange(2.0))
+    {'y': array([0., 3.])}
+    """
+
+    def __init__(self, executable, lowered: Lowered):
+        self.executable = executable
+        self.lowered = lowered
+
+    def __call__(self, *args, **kwargs):
+        lowered = self.lowered
+        leaves, in_tree = tree_flatten((args, kwargs))
+        if in_tree != lowered.in_tree:
+            raise NumbaxTypeError(
+                at_line(
+                    f"compiled {lowered.name} was lowered for arguments {lowered.in_tree}, "
+                    f"got {in_tree} (the static arguments are left out of the call); lower "
+                    "it again for these arguments",
+                    user_frame_info(),
+                )
+            )
+        avals = lowered.jaxpr.jaxpr.in_avals
+        for k, (leaf, expected) in enumerate(zip(leaves, avals, strict=True)):
+            aval, _ = argument_aval(leaf)
+            if aval != expected:
+                error = ShapeError if aval.shape != expected.shape else NumbaxTypeError
+                raise error(
+                    at_line(
+                        f"compiled {lowered.name} was lowered for argument leaf {k} of type "
+                        f"{expected.str_short()}, got {aval.str_short()}; lower it again for "
+                        "these arguments, or call the jitted function, which compiles per type",
+                        user_frame_info(),
+                    )
+                )
+        if lowered.writes:
+            functionalize.refuse_aliased_writes(leaves, lowered.writes, lowered.name)
+        keep = getattr(self.executable, "accepts_device_arrays", False)
+        arrays = [as_executable_argument(x, a, keep) for x, a in zip(leaves, avals, strict=True)]
+        outs = functionalize.write_back_outputs(leaves, lowered.writes, self.executable(*arrays))
+        return tree_unflatten(lowered.out_tree, outs)
+
+    def __getattr__(self, name):
+        return getattr(self.executable, name)
 
 
 def _compile_closed(

@@ -159,7 +159,7 @@ class Exported:
         with self._compiling(backend_name):
             if backend_name not in self._executables:
                 lowered = Lowered(self.jaxpr, backend_name, self.name)
-                self._executables[backend_name] = lowered.compile()
+                self._executables[backend_name] = lowered.compile().executable
         return self._executables[backend_name]
 
     # --- writing and reading ------------------------------------------------------------

@@ -91,3 +91,50 @@ def test_register_pytree_node_class_round_trips_through_jit_and_grad():
     residual = model.w * x + model.b
     np.testing.assert_allclose(grads.w, 2 * residual * x, rtol=1e-14)
     np.testing.assert_allclose(grads.b, 2 * residual.sum(), rtol=1e-14)
+
+
+# --- lower().compile() -------------------------------------------------------------------
+
+
+def test_compiled_returns_the_functions_output_structure(backend):
+    def f(params, x, scale):
+        return {"y": params["w"] * x * scale, "pair": (x.sum(), Point(x, x + 1.0))}
+
+    params, x = {"w": np.array([1.0, 2.0])}, np.array([3.0, 4.0])
+    jitted = numbax.jit(f, static_argnums=2, backend=backend)
+    compiled = jitted.lower(params, x, 2.0).compile()
+    got = backend.to_host(compiled(params, x))  # the static argument is left out
+    want = f(params, x, 2.0)
+    assert numbax.tree_structure(got) == numbax.tree_structure(want)
+    for g, w in zip(numbax.tree_leaves(got), numbax.tree_leaves(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+    single = numbax.jit(np.sin, backend=backend).lower(x).compile()
+    np.testing.assert_allclose(backend.to_host(single(x)), np.sin(x), rtol=1e-15)
+    assert single.executable is not None and single.lowered.out_tree.kind == "leaf"
+
+
+def test_compiled_reads_the_executables_attributes():
+    compiled = numbax.jit(np.cos, backend="cpu").lower(np.ones(3)).compile()
+    assert compiled.source is compiled.executable.source
+    assert "def " in compiled.source
+
+
+def test_compiled_writes_back_like_the_jitted_function():
+    def scale_in_place(x):
+        x *= 2.0
+        return x.sum()
+
+    compiled = numbax.jit(scale_in_place, backend="interpret").lower(np.ones(3)).compile()
+    x = np.arange(3.0)
+    np.testing.assert_allclose(compiled(x), 6.0)
+    np.testing.assert_array_equal(x, [0.0, 2.0, 4.0])
+
+
+def test_compiled_refuses_other_arguments_naming_them():
+    compiled = numbax.jit(lambda x, y: x + y, backend="interpret").lower(np.ones(3), 1.0).compile()
+    with pytest.raises(numbax.ShapeError, match=r"f64\[3\], got f64\[4\]; lower it again"):
+        compiled(np.ones(4), 1.0)
+    with pytest.raises(numbax.NumbaxTypeError, match=r"f64\[3\], got f32\[3\]"):
+        compiled(np.ones(3, np.float32), 1.0)
+    with pytest.raises(numbax.NumbaxTypeError, match="lowered for arguments"):
+        compiled(np.ones(3))

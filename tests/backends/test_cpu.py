@@ -51,7 +51,7 @@ def check(fn, *args, rtol=None, **jit_options):
     expected = numbax.jit(fn, backend="interpret", **jit_options)(*args)
     jitted = numbax.jit(fn, backend="cpu", **jit_options)
     assert_matches(jitted(*args), expected, rtol)
-    executable = jitted.lower(*args).compile()
+    executable = jitted.lower(*args).compile().executable
     assert isinstance(executable, CpuExecutable)
     return executable
 

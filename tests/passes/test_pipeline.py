@@ -125,7 +125,7 @@ def test_lowered_prints_the_fused_program():
     assert [e.prim.name for e in lowered.jaxpr.eqns][:2] == ["mul", "add"]  # as traced
     assert lowered.pass_log.totals("fusion")["elementwise_kernels"] == 1
     assert lowered.memory_plan.num_buffers == 0
-    (out,) = lowered.compile()(x3)
+    out = lowered.compile()(x3)
     np.testing.assert_allclose(out, program(x3))
 
 

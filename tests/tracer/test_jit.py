@@ -278,7 +278,7 @@ def test_lower_and_compile():
     lowered = f.lower(np.ones(3, np.float32), np.ones(3, np.float32))
     assert "mul" in lowered.as_text() and "f32[3]" in lowered.as_text()
     executable = lowered.compile()
-    (out,) = executable(np.full(3, 2, np.float32), np.full(3, 3, np.float32))
+    out = executable(np.full(3, 2, np.float32), np.full(3, 3, np.float32))
     np.testing.assert_array_equal(out, np.full(3, 7, np.float32))
     assert f.cache_info().traces == 0  # lowering does not fill the dispatch cache
 
