@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from random_programs import LARGE, WIDE, Choices, inputs, program
 
@@ -125,6 +125,8 @@ def _draw_program(data):
 
     with np.errstate(all="ignore"):
         expected = run(*arrays)  # records the draws
+    largest = max(a.size for a in arrays)
+    event(f"largest input of 10^{len(str(largest)) - 1}+ elements")
     return replayed, arrays, expected, dtype
 
 
@@ -166,6 +168,7 @@ def _real_sizes_paths(data):
     with pytest.MonkeyPatch.context() as patch:
         if LARGE and data.draw(st.booleans(), label="products split into rows"):
             patch.setattr(blas, "AVAILABLE", False)
+            event("large products split into rows")
         yield
 
 
