@@ -56,10 +56,10 @@ from .ir.errors import (
 )
 from .tracer import nn, random
 from .tracer import numpy_api as numpy
+from .tracer import scipy_api as scipy
 from .tracer import tree_api as tree
 from .tracer.callbacks import ShapeDtypeStruct, pure_callback
 from .tracer.lax import stop_gradient
-from .tracer.numpy_linalg import scipy_modules as _scipy_modules
 from .tracer.pytree import (
     register_pytree_node,
     register_pytree_node_class,
@@ -79,9 +79,10 @@ _sys.modules[__name__ + ".nn"] = nn
 _sys.modules[__name__ + ".random"] = random
 # Not a file ``tree.py`` at the root either: it would shadow dm-tree's ``tree`` there.
 _sys.modules[__name__ + ".tree"] = tree
-scipy, _scipy_linalg = _scipy_modules(__name__)  # numbax.scipy.linalg: SciPy's, traced
-_sys.modules[scipy.__name__] = scipy
-_sys.modules[_scipy_linalg.__name__] = _scipy_linalg
+# Nor ``scipy``: numbax.scipy, .linalg and .special are modules of tracer/, named here.
+_sys.modules[__name__ + ".scipy"] = scipy
+_sys.modules[__name__ + ".scipy.linalg"] = scipy.linalg
+_sys.modules[__name__ + ".scipy.special"] = scipy.special
 
 __version__ = "0.1.0"
 
@@ -141,6 +142,7 @@ __all__ = [
     "register_pytree_node_class",
     "remat",
     "scan",
+    "scipy",
     "stop_gradient",
     "switch",
     "tracer",

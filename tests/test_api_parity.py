@@ -138,3 +138,69 @@ def test_compiled_refuses_other_arguments_naming_them():
         compiled(np.ones(3, np.float32), 1.0)
     with pytest.raises(numbax.NumbaxTypeError, match="lowered for arguments"):
         compiled(np.ones(3))
+
+
+# --- numbax.scipy ------------------------------------------------------------------------
+
+
+def test_scipy_submodules_import_by_name():
+    special = importlib.import_module("numbax.scipy.special")
+    linalg = importlib.import_module("numbax.scipy.linalg")
+    from numbax.scipy.special import expit  # noqa: F401
+
+    assert numbax.scipy.special is special and numbax.scipy.linalg is linalg
+    assert special.expit is expit and callable(linalg.solve_triangular)
+
+
+SPECIAL_CASES = {
+    "expit": (np.array([-800.0, -2.0, 0.0, 3.0, 800.0]),),
+    "logit": (np.array([1e-9, 0.2, 0.5, 0.97]),),
+    "erf": (np.array([-3.0, -0.4, 0.0, 1.1, 2.5]),),
+    "erfc": (np.array([-3.0, -0.4, 0.0, 1.1, 6.0]),),
+    "erfinv": (np.array([-0.99, -0.3, 0.0, 0.5, 0.999]),),
+    "ndtr": (np.array([-9.0, -1.0, 0.0, 0.7, 4.0]),),
+    "ndtri": (np.array([0.0, 1e-300, 1e-30, 1e-12, 1e-9, 0.1, 0.5, 0.999, 1.0]),),
+    "xlogy": (np.array([0.0, 0.0, 2.0, 1.5]), np.array([0.0, 3.0, 0.5, 4.0])),
+    "xlog1py": (np.array([0.0, 0.0, 2.0, 1.5]), np.array([-1.0, 3.0, 0.5, 4.0])),
+    "entr": (np.array([-1.0, 0.0, 0.3, 2.0]),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_CASES))
+def test_special_functions_match_scipy_traced_and_eager(name):
+    scipy_special = pytest.importorskip("scipy.special")
+    args = SPECIAL_CASES[name]
+    ours = getattr(numbax.scipy.special, name)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        want = getattr(scipy_special, name)(*args)
+        for got in (ours(*args), numbax.jit(ours, backend="interpret")(*args)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+def test_special_reductions_match_scipy():
+    scipy_special = pytest.importorskip("scipy.special")
+    x = np.array([[1000.0, 999.0, -5.0], [0.5, 0.25, -np.inf]])
+    weights = np.array([[1.0, 2.0, 0.0], [3.0, 1.0, 1.0]])
+    ours = numbax.scipy.special
+    cases = [
+        (ours.logsumexp(x), scipy_special.logsumexp(x)),
+        (ours.logsumexp(x, axis=1, keepdims=True), scipy_special.logsumexp(x, 1, keepdims=True)),
+        (ours.logsumexp(x, axis=0, b=weights), scipy_special.logsumexp(x, 0, b=weights)),
+        (ours.softmax(x, axis=1), scipy_special.softmax(x, axis=1)),
+        (ours.softmax(x[:, :2]), scipy_special.softmax(x[:, :2])),
+        (ours.log_softmax(x[:, :2], axis=0), scipy_special.log_softmax(x[:, :2], axis=0)),
+    ]
+    for got, want in cases:
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_special_functions_differentiate_and_keep_float32():
+    x = np.array([-1.5, 0.3, 2.0])
+    grad = numbax.grad(lambda x: np.sum(numbax.scipy.special.expit(x)))(x)
+    s = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(grad, s * (1 - s), rtol=1e-14)
+    grad = numbax.grad(lambda x: np.sum(numbax.scipy.special.erf(x)))(x)
+    np.testing.assert_allclose(grad, 2 / np.sqrt(np.pi) * np.exp(-x * x), rtol=1e-12)
+    x32 = x.astype(np.float32)
+    assert numbax.scipy.special.expit(x32).dtype == np.float32
+    assert numbax.jit(numbax.scipy.special.logsumexp)(x32).dtype == np.float32

@@ -25,14 +25,13 @@ raises, numbax says what it does instead:
 
 Each name in ``FUNCTIONS`` joins ``numbax.numpy.linalg`` and NumPy's dispatch table (the
 array-API variants, ``linalg.cross``, ``linalg.vecdot``, ..., are ``numpy_array_api``'s);
-``SCIPY_FUNCTIONS`` are ``numbax.scipy.linalg``.
+``cho_solve`` and ``solve_triangular`` are ``numbax.scipy.linalg``'s (``scipy_linalg``).
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import types
 
 import numpy as np
 
@@ -614,7 +613,6 @@ FUNCTIONS = {
     "vector_norm": vector_norm,
     **numpy_array_api.LINALG_FUNCTIONS,
 }
-SCIPY_FUNCTIONS = {"cho_solve": cho_solve, "solve_triangular": solve_triangular}
 
 _COMPLEX_EIGENVALUES = (
     "the eigenvalues and eigenvectors of a general real matrix are complex, and numbax's "
@@ -623,12 +621,3 @@ _COMPLEX_EIGENVALUES = (
 )
 # NumPy functions refused with a reason of their own (docs/numpy_support.md lists them).
 LIMITATIONS = {"eig": _COMPLEX_EIGENVALUES, "eigvals": _COMPLEX_EIGENVALUES}
-
-
-def scipy_modules(package: str) -> tuple[types.ModuleType, types.ModuleType]:
-    """``numbax.scipy`` and ``numbax.scipy.linalg``, modules that import by name."""
-    linalg = types.ModuleType(f"{package}.scipy.linalg", "scipy.linalg's functions, traced.")
-    linalg.__dict__.update(SCIPY_FUNCTIONS)
-    scipy = types.ModuleType(f"{package}.scipy", "SciPy's functions, traced.")
-    scipy.linalg = linalg
-    return scipy, linalg

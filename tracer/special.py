@@ -50,8 +50,9 @@ def _erf_series(x):
 
 
 def _erfc_fraction(x):
-    """For x >= 2 (other inputs give finite garbage, to be discarded by a select)."""
-    x = xnp.maximum(x, np.asarray(_SERIES_BELOW, x.dtype))
+    """For x >= 2 (other inputs give finite garbage, to be discarded by a select).
+    Clamped by a select, not ``maximum``, whose derivative at the tie x = 2 is halved."""
+    x = xnp.where(x < _SERIES_BELOW, np.asarray(_SERIES_BELOW, x.dtype), x)
     denominator = x
     for n in range(_FRACTION_LEVELS, 0, -1):
         denominator = xnp.add(x, xnp.divide(n / 2.0, denominator))
