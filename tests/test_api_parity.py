@@ -204,3 +204,73 @@ def test_special_functions_differentiate_and_keep_float32():
     x32 = x.astype(np.float32)
     assert numbax.scipy.special.expit(x32).dtype == np.float32
     assert numbax.jit(numbax.scipy.special.logsumexp)(x32).dtype == np.float32
+
+
+# --- numbax.numpy's scalar types and dtype helpers ---------------------------------------
+
+SCALAR_TYPES = [
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SCALAR_TYPES)
+def test_scalar_types_are_dtypes_and_convert_traced_arrays(name):
+    xnp = numbax.numpy
+    scalar_type = getattr(xnp, name)
+    assert np.dtype(scalar_type) == np.dtype(name) and xnp.dtype(scalar_type) == np.dtype(name)
+    assert xnp.zeros(2, scalar_type).dtype == np.dtype(name)
+    assert np.ones(2).astype(scalar_type).dtype == np.dtype(name)
+    assert xnp.issubdtype(np.dtype(name), scalar_type)
+    x = np.array([0.0, 1.0, 2.0])
+    converted = numbax.jit(lambda x: scalar_type(x), backend="interpret")(x)
+    np.testing.assert_array_equal(converted, x.astype(name))
+    assert converted.dtype == np.dtype(name)
+    assert scalar_type(1) == getattr(np, name)(1)  # outside a trace: NumPy's scalar
+
+
+def test_aliases_abstract_types_and_helpers():
+    xnp = numbax.numpy
+    assert np.dtype(xnp.bool) == np.bool_ and np.dtype(xnp.float_) == np.float64
+    assert np.dtype(xnp.int_) == np.int64 and np.dtype(xnp.complex_) == np.complex128
+    assert np.dtype(xnp.double) == np.float64 and np.dtype(xnp.single) == np.float32
+    assert xnp.issubdtype(xnp.float32, xnp.floating)
+    assert xnp.issubdtype(np.int8, xnp.signedinteger) and not xnp.issubdtype(np.int8, xnp.inexact)
+    assert xnp.issubdtype(np.complex64, xnp.complexfloating)
+    assert xnp.finfo(xnp.float32).eps == np.finfo(np.float32).eps
+    assert xnp.finfo(np.ones(2, np.float16)).max == np.finfo(np.float16).max
+    assert xnp.iinfo(xnp.int32).max == 2**31 - 1
+    assert xnp.promote_types(xnp.int8, xnp.float32) == np.float32
+    assert xnp.promote_types(np.uint8, np.int8) == np.int16
+
+
+def test_bfloat16_when_ml_dtypes_is_installed():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    xnp = numbax.numpy
+    assert np.dtype(xnp.bfloat16) == np.dtype(ml_dtypes.bfloat16)
+    assert xnp.issubdtype(xnp.bfloat16, xnp.floating) and xnp.issubdtype(xnp.bfloat16, xnp.inexact)
+    assert not xnp.issubdtype(xnp.bfloat16, xnp.integer)
+    assert xnp.finfo(xnp.bfloat16).eps == ml_dtypes.finfo(ml_dtypes.bfloat16).eps
+    assert xnp.promote_types(xnp.bfloat16, xnp.float16) == np.float32
+    out = numbax.jit(lambda x: xnp.bfloat16(x) * 2, backend="interpret")(np.array([1.5, 3.0]))
+    assert out.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out.astype(np.float32), [3.0, 6.0])
+
+
+def test_mgrid_and_ogrid_build_constants_in_traced_functions():
+    xnp = numbax.numpy
+
+    def f(x):
+        rows, cols = xnp.mgrid[0:2, 0:3]
+        column, row = xnp.ogrid[0:2, 0:3]
+        return x * rows + cols, column * row
+
+    x = np.ones((2, 3))
+    got = numbax.jit(f, backend="interpret")(x)
+    want = (
+        x * np.mgrid[0:2, 0:3][0] + np.mgrid[0:2, 0:3][1],
+        np.ogrid[0:2, 0:3][0] * np.ogrid[0:2, 0:3][1],
+    )
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert xnp.s_[1:3] == np.s_[1:3] and xnp.index_exp[2] == (2,)

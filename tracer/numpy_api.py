@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.dtypes import bool_, float32, float64, int32, int64  # noqa: F401
 from .creation import (  # noqa: F401
     arange,
     array,
@@ -132,8 +131,12 @@ bitwise_not = bitwise_invert = invert
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 round_ = round
 pi, e, inf, nan, newaxis = np.pi, np.e, np.inf, np.nan, None
-bool = bool_  # noqa: A001
-float_ = float64
+
+# The scalar types (numbax.numpy.float32, ...) and dtype helpers (finfo, issubdtype, ...).
+from . import numpy_dtypes  # noqa: E402
+
+for _name in numpy_dtypes.NAMES:
+    globals()[_name] = getattr(numpy_dtypes, _name)
 
 _UFUNC_NAMES = [
     "absolute", "add", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "cos", "cosh",

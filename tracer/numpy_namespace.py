@@ -112,7 +112,8 @@ def _scalar_type(numpy_type):
             return numpy_api.asarray(*args).astype(numpy_type)
         return numpy_type(*args, **kwargs)
 
-    return type(numpy_type.__name__, (numpy_type,), {"__new__": __new__})
+    namespace = {"__new__": __new__, "__module__": "numbax.numpy"}
+    return type(numpy_type.__name__, (numpy_type,), namespace)
 
 
 def _nditer(op, *args, **kwargs):
@@ -136,11 +137,14 @@ def _nditer(op, *args, **kwargs):
 _SCALAR_TYPES = ("complex64", "complex128", "float16", "float32", "float64", "bool_")
 _SCALAR_TYPES += ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
+# The same objects are numbax.numpy's scalar types (numbax.numpy.float32).
+SCALAR_TYPES = {name: _scalar_type(getattr(np, name)) for name in _SCALAR_TYPES}
+
 NUMPY = _TracingNumPy("numpy", np.__doc__)
 for _name in _CREATION:
     setattr(NUMPY, _name, _creating(_name))
-for _name in _SCALAR_TYPES:
-    setattr(NUMPY, _name, _scalar_type(getattr(np, _name)))
+for _name, _type in SCALAR_TYPES.items():
+    setattr(NUMPY, _name, _type)
 NUMPY.nditer = _nditer
 # A creation function imported by name (``from numpy import zeros``) is replaced too.
 _REPLACED = {id(np): NUMPY} | {
