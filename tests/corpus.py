@@ -985,10 +985,10 @@ def nn_logsumexp(x):
     "nn_one_hot",
     [(i32(4, values=("class", 5)),), (i64(2, 3, values=("index", 5)),)],
     tags=["nn"],
-    reference=lambda i: (_one_hot(i, 5), _one_hot(i, 3, np.float32)),
+    reference=lambda i: (_one_hot(i, 5, np.float32), _one_hot(i, 3, np.float64)),
 )
 def nn_one_hot(i):
-    return nn.one_hot(i, 5), nn.one_hot(i, 3, dtype=np.float32)
+    return nn.one_hot(i, 5), nn.one_hot(i, 3, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------

@@ -274,3 +274,34 @@ def test_mgrid_and_ogrid_build_constants_in_traced_functions():
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
     assert xnp.s_[1:3] == np.s_[1:3] and xnp.index_exp[2] == (2,)
+
+
+# --- nn dtypes ---------------------------------------------------------------------------
+
+
+def test_one_hot_is_float32_by_default_as_in_jax():
+    labels = np.array([0, 2, 1])
+    encoded = numbax.nn.one_hot(labels, 3)
+    assert encoded.dtype == np.float32
+    np.testing.assert_array_equal(encoded, np.eye(3, dtype=np.float32)[labels])
+    assert numbax.nn.one_hot(labels, 3, dtype=np.float64).dtype == np.float64
+    assert numbax.jit(lambda i: numbax.nn.one_hot(i, 4))(labels).dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "gelu", "softmax", "log_softmax", "logsumexp"])
+def test_nn_functions_keep_a_float32_models_dtype(name):
+    fn = getattr(numbax.nn, name)
+    x = np.array([[0.5, -1.0, 2.0]], np.float32)
+    assert fn(x).dtype == np.float32
+    assert numbax.jit(fn, backend="interpret")(x).dtype == np.float32
+
+
+def test_a_float32_loss_with_one_hot_labels_stays_float32():
+    def loss(logits, labels):
+        log_probs = numbax.nn.log_softmax(logits)
+        return -np.mean(np.sum(log_probs * numbax.nn.one_hot(labels, 3), axis=-1))
+
+    logits = np.array([[1.0, 2.0, 0.5], [0.1, -0.3, 0.2]], np.float32)
+    labels = np.array([1, 2])
+    assert numbax.jit(loss, backend="interpret")(logits, labels).dtype == np.float32
+    assert numbax.grad(loss)(logits, labels).dtype == np.float32

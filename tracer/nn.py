@@ -2,6 +2,12 @@
 
 Softmax, log_softmax and logsumexp subtract the maximum (under ``stop_gradient``, which
 changes nothing mathematically) so they are stable for large inputs.
+
+Dtypes: a function of a float array returns that array's dtype (a float32 model stays
+float32); an integer or bool input computes in float64, as NumPy's ``exp`` of one does
+(``relu`` keeps any dtype). ``one_hot``, which has no float input to follow, returns
+float32 unless told otherwise, as ``jax.nn.one_hot``: its result usually meets a model's
+float32 outputs in a loss, which a float64 one would silently turn float64.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from . import lax
 from . import numpy_api as xnp
 from .promote import asarray
 from .source_info import user_frame_info
+
+__all__ = ["gelu", "log_softmax", "logsumexp", "one_hot", "relu", "sigmoid", "softmax"]
 
 
 def relu(x):
@@ -72,7 +80,16 @@ def log_softmax(x, axis=-1):
     return xnp.subtract(shifted, xnp.log(xnp.sum(xnp.exp(shifted), axis=axis, keepdims=True)))
 
 
-def one_hot(x, num_classes: int, dtype=dtypes.float64, axis=-1):
+def one_hot(x, num_classes: int, dtype=dtypes.float32, axis=-1):
+    """``x``'s integer classes as one-hot vectors of length ``num_classes`` along
+    ``axis``; float32 by default, as ``jax.nn.one_hot`` (a class outside the range gives
+    a row of zeros).
+
+    >>> import numpy as np, numbax
+    >>> numbax.nn.one_hot(np.array([0, 2]), 3)
+    array([[1., 0., 0.],
+           [0., 0., 1.]], dtype=float32)
+    """
     x = asarray(x)
     classes = xnp.arange(num_classes)
     x = xnp.expand_dims(x, axis)
