@@ -67,11 +67,19 @@ def _imported_helper(value) -> bool:
 def public_modules() -> list[tuple[str, types.ModuleType]]:
     """numbax itself, then each module it exports: plain modules (``numbax.numpy``,
     ``numbax.lax``, ...) before the pipeline's stage packages (``numbax.ir``, ...), which
-    are for people extending numbax."""
+    are for people extending numbax. A plain module's own ``__all__`` modules follow it
+    (``numbax.scipy.special``)."""
     exported = [
         (f"numbax.{name}", value)
         for name in public_names(numbax)
         if isinstance(value := getattr(numbax, name), types.ModuleType)
+    ]
+    exported += [
+        (f"{module_name}.{name}", value)
+        for module_name, module in exported
+        if not hasattr(module, "__path__") and hasattr(module, "__all__")
+        for name in module.__all__
+        if isinstance(value := getattr(module, name), types.ModuleType)
     ]
     exported.sort(key=lambda item: (hasattr(item[1], "__path__"), item[0]))
     return [("numbax", numbax), *exported]
@@ -104,7 +112,8 @@ def _own_name(value) -> str | None:
 
 
 def _documentable(value) -> bool:
-    return callable(value) and not isinstance(value, (dict, np.dtype))
+    scalar_type = isinstance(value, type) and issubclass(value, np.generic)  # float32
+    return callable(value) and not isinstance(value, (dict, np.dtype)) and not scalar_type
 
 
 # --- rendering one entry -----------------------------------------------------------------
@@ -287,6 +296,8 @@ def _value_text(module, qualified: str) -> str:
     value = getattr(module, short)
     if isinstance(value, (float, int, type(None), np.dtype)):
         return f"`{short}` = `{value!r}`"
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return f"`{short}` (scalar type {np.dtype(value).name})"
     return f"`{short}` ({type(value).__name__})"
 
 
