@@ -7,6 +7,8 @@
     python -m benchmarks --group linalg       # numpy.linalg and sort against NumPy and JAX
     python -m benchmarks --group fft          # numpy.fft: a 2^20 fft, a batched rfft; NumPy, JAX
     python -m benchmarks --group compile_scaling  # compile time against program size, and JAX's
+    python -m benchmarks --group models       # training steps, GP, n-body, stencils vs JAX
+    python -m benchmarks --group models --loaded  # ... and again beside two busy processes
     python -m benchmarks --backend cpu --update-results   # refresh benchmarks/RESULTS.md
 
 Exits 1 when any implementation disagrees with NumPy or fails; "not supported yet" rows and
@@ -21,11 +23,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import chart, compile_scaling, report
+from . import chart, compile_scaling, model_group, report
 from .fft import FFT_WORKLOAD_BUILDERS
 from .kernel_workloads import KERNEL_WORKLOAD_BUILDERS
 from .linalg import LINALG_WORKLOAD_BUILDERS
 from .machine import blas_kernels, busy_warning, describe, load_average
+from .model_workloads import MODEL_WORKLOAD_BUILDERS
 from .peers import make_peers
 from .runner import FAILED, any_failed, run_suite
 from .timing import TimingSettings
@@ -61,7 +64,10 @@ GROUPS = {
     "all": ALL_BUILDERS,
 }
 # Groups that are a table of their own rather than workloads run against every peer.
-SEPARATE_GROUPS = {"compile_scaling": compile_scaling.main}
+SEPARATE_GROUPS = {
+    "compile_scaling": compile_scaling.main,
+    "models": lambda args: model_group.main(args, settings_for(args)),
+}
 
 
 def gpu_visible() -> bool:
@@ -101,7 +107,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="default",
         help="which workloads to run: default (the suite), kernels (scientific kernels, "
         "opt-in: minutes at full size), linalg (solve, cholesky, svd, sort), all, "
-        "compile_scaling (trace/optimise/compile time of 10 to 10,000 ops, numbax and JAX)",
+        "compile_scaling (trace/optimise/compile time of 10 to 10,000 ops, numbax and JAX), "
+        "models (training steps and scientific programs: time to compiled code and steady "
+        "state, numbax and JAX)",
     )
     parser.add_argument(
         "--only",
@@ -124,6 +132,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="where results.json, results.md and chart.png go (default: benchmarks/out)",
     )
     parser.add_argument(
+        "--loaded",
+        action="store_true",
+        help="--group models: time the steady state again beside two busy-loop processes "
+        "and report each library's slowdown (loaded/quiet)",
+    )
+    parser.add_argument(
+        "--cold-samples",
+        type=int,
+        metavar="N",
+        help="--group models: fresh processes per library for the time to compiled code "
+        "(default 3, 1 with --quick; 0 skips it)",
+    )
+    parser.add_argument(
         "--update-results",
         action="store_true",
         help="write the Markdown table into benchmarks/RESULTS.md (CPU or GPU section by backend)",
@@ -141,6 +162,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.update_results and (args.group != "default" or args.only or args.smaller):
         # RESULTS.md's sections hold the default suite; another selection would replace it.
         parser.error("--update-results records the default suite: drop --group and --only")
+    if (args.loaded or args.cold_samples is not None) and args.group != "models":
+        parser.error("--loaded and --cold-samples belong to --group models")
+    if args.cold_samples is not None and args.cold_samples < 0:
+        parser.error("--cold-samples must be at least 0")
+    if args.group == "models":
+        args.backend = args.backend or "cpu"
+        args.names = model_group.names_of(args.only)
+        for name in args.names:
+            if name not in MODEL_WORKLOAD_BUILDERS:
+                parser.error(
+                    f"unknown workload {name!r}; choose from {', '.join(MODEL_WORKLOAD_BUILDERS)}"
+                )
+        return args
     if args.backend is None:
         args.backend = "cuda" if gpu_visible() else "cpu"
     elif args.backend == "cuda" and not gpu_visible():

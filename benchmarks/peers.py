@@ -128,6 +128,11 @@ class NumbaxPeer:
         kernel = lambda: bind(program, _xnp(), library_loops(_numbax().fori_loop, _numbax().scan))
         if workload.style == "kernel":
             return [row("numbax", lambda: self.jit(kernel()))]
+        if workload.style == "value_and_grad":
+            return [row("numbax", lambda: self.jit(_numbax().value_and_grad(kernel())))]
+        if workload.style == "per_example_grad":
+            per_example = lambda: _numbax().vmap(_numbax().grad(kernel()), in_axes=(None, 0))
+            return [row("numbax", lambda: self.jit(per_example()))]
         if workload.style == "first_call":
             return [row("numbax", lambda: first_calls(kernel(), self.tiered_jit))]
         return []
@@ -267,6 +272,10 @@ class JaxPeer:
             return [skipped("jax", "in-place NumPy: JAX's arrays are immutable")]
         if workload.style == "kernel":
             return [row(lambda: jax.jit(kernel()))]
+        if workload.style == "value_and_grad":
+            return [row(lambda: jax.jit(jax.value_and_grad(kernel())))]
+        if workload.style == "per_example_grad":
+            return [row(lambda: jax.jit(jax.vmap(jax.grad(kernel()), in_axes=(None, 0))))]
         if workload.style == "first_call":
             return [row(lambda: first_calls(kernel(), jax.jit))]
         return []

@@ -270,3 +270,190 @@ def update_results_md(markdown: str, section: str, path: Path = RESULTS_MD) -> N
     if not pattern.search(text):
         raise SystemExit(f"{path} has no '{begin}' ... '{end}' markers; restore them first")
     path.write_text(pattern.sub(lambda _: f"{begin}\n{markdown}{end}", text, count=1))
+
+
+# --- the models group (`--group models`): one line per workload ---------------------------
+
+MODEL_COLUMNS = (
+    "workload",
+    "size",
+    "numbax cold",
+    "jax first call",
+    "cold ratio",
+    "numbax median",
+    "numbax min–max",
+    "jax median",
+    "jax min–max",
+    "steady ratio",
+)
+LOADED_COLUMNS = ("numbax loaded/quiet", "jax loaded/quiet")
+
+MODELS_METHOD = (
+    "cold = trace to first result in a fresh process, the library imported and initialised "
+    "but every cache empty (numbax tiered=False: the call waits for compiled code), median "
+    "(min–max) of the processes; steady = the suite's method (median, min–max, after the "
+    "first call); ratios = numbax / jax; every answer checked against a float64 reference "
+    "before it is timed; loaded/quiet = the steady median with two busy-loop processes "
+    "beside it over the quiet one."
+)
+
+
+def _ok_row(result: WorkloadResult | None, implementation: str):
+    if result is None:
+        return None
+    for row in result.rows:
+        if row.implementation == implementation and row.status == OK:
+            return row
+    return None
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def _median_of(result: WorkloadResult | None, implementation: str) -> float | None:
+    row = _ok_row(result, implementation)
+    return None if row is None else row.timing.median_s
+
+
+def _cold_cell(result: WorkloadResult | None, implementation: str) -> str:
+    row = _ok_row(result, implementation)
+    if row is None:
+        return "—"
+    if len(row.timing.samples_s) == 1:
+        return format_seconds(row.timing.median_s)
+    return f"{format_seconds(row.timing.median_s)} ({format_spread(row.timing)})"
+
+
+def _by_name(results: list[WorkloadResult], suffix: str = "") -> dict[str, WorkloadResult]:
+    return {r.workload.name.removesuffix(suffix): r for r in results}
+
+
+def _problems(phases: dict[str, WorkloadResult | None]) -> str:
+    """Every row of a workload that did not run cleanly, with its reason."""
+    problems = [
+        f"{row.implementation} {phase}: {row.status}: {row.reason}"
+        for phase, result in phases.items()
+        if result is not None
+        for row in result.rows
+        if row.status != OK
+    ]
+    return "; ".join(problems) or OK
+
+
+def models_table(
+    steady: list[WorkloadResult],
+    cold: list[WorkloadResult],
+    loaded: list[WorkloadResult] | None = None,
+) -> list[str]:
+    """The Markdown table of the models group: per workload, time to compiled code and
+    steady state for numbax and JAX and their ratios, and with `loaded` each library's
+    slowdown beside busy processes."""
+    cold_by, loaded_by = _by_name(cold, " cold"), _by_name(loaded or [])
+    columns = MODEL_COLUMNS + (LOADED_COLUMNS if loaded else ()) + ("status",)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for result in steady:
+        name = result.workload.name
+        cold_result, loaded_result = cold_by.get(name), loaded_by.get(name)
+        cells = [name, result.workload.size]
+        cells += [_cold_cell(cold_result, "numbax"), _cold_cell(cold_result, "jax")]
+        cold_ratio = _ratio(_median_of(cold_result, "numbax"), _median_of(cold_result, "jax"))
+        cells.append("—" if cold_ratio is None else _format_ratio(cold_ratio))
+        for implementation in ("numbax", "jax"):
+            row = _ok_row(result, implementation)
+            if row is None:
+                cells += ["—", "—"]
+            else:
+                cells += [format_seconds(row.timing.median_s), format_spread(row.timing)]
+        steady_ratio = _ratio(_median_of(result, "numbax"), _median_of(result, "jax"))
+        cells.append("—" if steady_ratio is None else _format_ratio(steady_ratio))
+        if loaded:
+            for implementation in ("numbax", "jax"):
+                slowdown = _ratio(
+                    _median_of(loaded_result, implementation), _median_of(result, implementation)
+                )
+                cells.append("—" if slowdown is None else _format_ratio(slowdown))
+        phases = {"cold": cold_result, "steady": result, "loaded": loaded_result}
+        cells.append(_problems(phases))
+        lines.append("| " + " | ".join(_escape_markdown(cell) for cell in cells) + " |")
+    return lines
+
+
+def _geometric_mean_line(label: str, ratios: dict[str, float]) -> str | None:
+    if not ratios:
+        return None
+    worst = max(ratios, key=ratios.get)
+    return (
+        f"{label}: geometric mean {_format_ratio(geometric_mean(ratios.values()))} over "
+        f"{len(ratios)} workloads; highest {worst} {_format_ratio(ratios[worst])}"
+    )
+
+
+def models_summary(
+    steady: list[WorkloadResult],
+    cold: list[WorkloadResult],
+    loaded: list[WorkloadResult] | None = None,
+) -> list[str]:
+    """The group's figures as issues #34 and #36 state their targets: numbax over JAX cold
+    and steady, the 8-layer transformer's compile over the 2-layer one's, and numbax's
+    slowdown beside busy processes over JAX's."""
+    lines = []
+    steady_ratios = {
+        r.workload.name: ratio
+        for r in steady
+        if (ratio := _ratio(_median_of(r, "numbax"), _median_of(r, "jax"))) is not None
+    }
+    cold_by = _by_name(cold, " cold")
+    cold_ratios = {
+        name: ratio
+        for name, r in cold_by.items()
+        if (ratio := _ratio(_median_of(r, "numbax"), _median_of(r, "jax"))) is not None
+    }
+    lines.append(_geometric_mean_line("numbax cold / jax first call", cold_ratios))
+    lines.append(_geometric_mean_line("numbax steady / jax steady", steady_ratios))
+    two, eight = cold_by.get("transformer_2"), cold_by.get("transformer_8")
+    scaling = [
+        f"{library} {_format_ratio(ratio)}"
+        for library in ("numbax", "jax")
+        if (ratio := _ratio(_median_of(eight, library), _median_of(two, library))) is not None
+    ]
+    if scaling:
+        ratios = ", ".join(scaling)
+        lines.append(f"transformer 8 layers / 2 layers, time to compiled code: {ratios}")
+    if loaded:
+        steady_by = _by_name(steady)
+        slowdowns = {}
+        for library in ("numbax", "jax"):
+            slowdowns[library] = [
+                ratio
+                for r in loaded
+                if (
+                    ratio := _ratio(
+                        _median_of(r, library), _median_of(steady_by.get(r.workload.name), library)
+                    )
+                )
+                is not None
+            ]
+        if slowdowns["numbax"] and slowdowns["jax"]:
+            numbax_mean = geometric_mean(slowdowns["numbax"])
+            jax_mean = geometric_mean(slowdowns["jax"])
+            lines.append(
+                "loaded/quiet beside two busy-loop processes, geometric mean: numbax "
+                f"{_format_ratio(numbax_mean)}, jax {_format_ratio(jax_mean)}; numbax's over "
+                f"jax's {_format_ratio(numbax_mean / jax_mean)}"
+            )
+    return [line for line in lines if line is not None]
+
+
+def models_heading(machine: dict, options: dict) -> list[str]:
+    flags = " --quick" if options["quick"] else ""
+    flags += " --loaded" if options["loaded"] else ""
+    return [
+        f"`python -m benchmarks --group models{flags}`, cold samples {options['cold_samples']}",
+        "",
+        f"- machine: {one_line(machine)}",
+        f"- software: {software_line(machine)}",
+        f"- method: {MODELS_METHOD}",
+    ]

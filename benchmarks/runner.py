@@ -47,12 +47,12 @@ class WorkloadResult:
         return min(peers, key=lambda row: row.timing.median_s, default=None)
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
-def _mismatch_summary(error: AssertionError) -> str:
+def mismatch_summary(error: AssertionError) -> str:
     """assert_allclose's verdict in one line: how many elements, by how much."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     keys = ("Mismatched elements", "Max absolute difference", "Max relative difference")
@@ -80,18 +80,18 @@ def prepare(
     except Exception as error:
         reason = implementation.unsupported_reason(error)
         row.status = FAILED if reason is None else NOT_SUPPORTED
-        row.reason = reason or f"error: {_first_line(error)}"
+        row.reason = reason or f"error: {first_line(error)}"
         return row, None
     finally:
         implementation.finish()
     try:
         workload.check(tree_map(implementation.to_numpy, result), expected)
     except AssertionError as error:
-        row.status, row.reason = FAILED, _mismatch_summary(error)
+        row.status, row.reason = FAILED, mismatch_summary(error)
         return row, None
     except Exception as error:
         # An answer the check cannot even read (wrong structure, not an array) is wrong too.
-        row.status, row.reason = FAILED, f"wrong answer: {_first_line(error)}"
+        row.status, row.reason = FAILED, f"wrong answer: {first_line(error)}"
         return row, None
     single = workload.style in SINGLE_CALL_STYLES
     contender = Contender(
@@ -117,7 +117,7 @@ def run_workload(
     for (row, _), outcome in zip(timed, outcomes, strict=True):
         if isinstance(outcome, Exception):
             # It ran once correctly and then broke: still a failure, not "not supported".
-            row.status, row.reason = FAILED, f"error while timing: {_first_line(outcome)}"
+            row.status, row.reason = FAILED, f"error while timing: {first_line(outcome)}"
         else:
             row.timing = outcome
     return [row for row, _ in prepared]

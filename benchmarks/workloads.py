@@ -120,6 +120,11 @@ class Workload:
       kernel      jit(program(xp, loops, *inputs)) with the library's `kernels.Loops`;
                   `by_hand` is the hand-written Numba loop
       first_call  each call jits a new instance of a `kernel` program and runs it once
+      value_and_grad    jit(value_and_grad(program(xp, loops, ...))) (the models group)
+      per_example_grad  jit(vmap(grad(program(xp, loops, ...)), in_axes=(None, 0)))
+
+    `reference_program`, where set, is the oracle instead of the style's: the models group's
+    float64 references (model_workloads.py).
     """
 
     name: str
@@ -136,9 +141,12 @@ class Workload:
     rtol: float = 1e-5
     atol: float = 1e-6
     custom_check: Callable[[Any, Any], None] | None = None
+    reference_program: Callable[[], Any] | None = None
 
     def reference(self):
         """NumPy's answer, the oracle every implementation must match."""
+        if self.reference_program is not None:
+            return self.reference_program()
         if self.style in ("grad", "train_step", "scan_grad"):
             return self.by_hand(np, *self.inputs)
         if self.style == "scan":

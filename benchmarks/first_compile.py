@@ -1,0 +1,124 @@
+"""Time to compiled code: a fresh process jits one models-group workload and runs it once.
+
+The parent calls `first_compile_call` once per sample; each call starts
+`python -m benchmarks.first_compile LIBRARY NAME SCALE OUT_DIR`, which
+
+- imports its library and initialises it (numbax and Numba's CPU backend; JAX's CPU
+  client), not timed: the figure is about the program, not the import;
+- builds the workload's callable exactly as the steady-state row does (peers.py), then
+  times trace to first result: `build()`, one call, its sync;
+- writes the seconds and the answer into OUT_DIR; the parent checks the answer against the
+  workload's reference, as every row is checked.
+
+Nothing is warm: the process is new, and its caches are empty and its own.
+  numbax  NUMBAX_CACHE_DIR and NUMBA_CACHE_DIR an empty folder, `tiered=False` (the call
+          waits for the compiled program: trace, passes, codegen, Numba and LLVM, run)
+  jax     no persistent compilation cache (trace, lower, XLA compile, run)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .cold_start import NOT_SUPPORTED_EXIT, REPOSITORY_ROOT
+from .implementation import NotSupportedYet, tree_map
+from .workloads import leaves
+
+# A compile that hangs fails its row, not the group; numbax's largest rows have taken
+# minutes on a loaded 2-core machine (issue #34).
+PROCESS_TIMEOUT_S = 1800
+
+
+def first_compile_call(library: str, name: str, scale: str, scratch_dir: str) -> Callable:
+    """A callable whose every call runs one fresh process: (seconds, answer leaves, the
+    disk cache it filled).
+
+    Raises NotSupportedYet when the process says so, RuntimeError when it fails.
+    """
+
+    def run_process() -> tuple[float, list[np.ndarray], str]:
+        out_dir = tempfile.mkdtemp(prefix=f"first-compile-{library}-{name}-", dir=scratch_dir)
+        cache_dir = os.path.join(out_dir, "cache")
+        env = dict(os.environ, NUMBAX_CACHE_DIR=cache_dir, NUMBA_CACHE_DIR=cache_dir)
+        env.update(JAX_PLATFORMS="cpu", NUMBAX_TIERED="0")
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        command = [sys.executable, "-m", "benchmarks.first_compile", library, name, scale]
+        try:
+            done = subprocess.run(
+                [*command, out_dir],
+                cwd=REPOSITORY_ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=PROCESS_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as error:
+            raise RuntimeError(f"process still running after {PROCESS_TIMEOUT_S} s") from error
+        if done.returncode == NOT_SUPPORTED_EXIT:
+            raise NotSupportedYet(done.stdout.strip())
+        if done.returncode != 0:
+            last_lines = " | ".join(done.stderr.strip().splitlines()[-3:])
+            raise RuntimeError(f"process exited {done.returncode}: {last_lines}")
+        figures = json.loads(Path(out_dir, "figures.json").read_text())
+        with np.load(Path(out_dir, "answer.npz")) as answer:
+            arrays = [answer[f"arr_{i}"] for i in range(len(answer.files))]
+        return figures["seconds"], arrays, cache_dir
+
+    return run_process
+
+
+def _initialised_peer(library: str, scratch_dir: str):
+    """The library imported and started, outside the timed part."""
+    from .peers import JaxPeer, NumbaxPeer
+
+    if library == "numbax":
+        import numbax  # noqa: F401
+        import numbax.backends.cpu  # noqa: F401
+        import numbax.numpy  # noqa: F401
+
+        return NumbaxPeer("cpu", scratch_dir)
+    if library == "jax":
+        return JaxPeer(False, scratch_dir)  # imports JAX and starts its CPU client
+    raise SystemExit(f"unknown library {library!r}")
+
+
+def main(argv: list[str]) -> int:
+    from .model_workloads import model_workload
+
+    library, name, scale, out_dir = argv
+    start = time.perf_counter()
+    peer = _initialised_peer(library, out_dir)
+    import_s = time.perf_counter() - start
+    workload = model_workload(name, scale)
+    [implementation] = peer.implement(workload)
+    inputs = tree_map(implementation.to_device, workload.inputs)
+    try:
+        start = time.perf_counter()
+        function = implementation.build()
+        result = function(*inputs)
+        implementation.sync(result)
+        seconds = time.perf_counter() - start
+    except Exception as error:
+        reason = implementation.unsupported_reason(error)
+        if reason is None:
+            raise
+        print(reason)
+        return NOT_SUPPORTED_EXIT
+    answer = leaves(tree_map(implementation.to_numpy, result))
+    np.savez(Path(out_dir, "answer.npz"), *answer)
+    figures = {"seconds": seconds, "import_s": import_s}
+    Path(out_dir, "figures.json").write_text(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

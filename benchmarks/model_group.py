@@ -1,0 +1,239 @@
+"""`python -m benchmarks --group models`: training steps and scientific programs, numbax
+against JAX (and PyTorch where installed), from a cold start to steady state.
+
+For every workload of model_workloads.py, in three phases:
+
+1. time to compiled code: `cold_samples` fresh processes per library, taking turns, each
+   with empty caches (first_compile.py); numbax `tiered=False`, JAX's first call; every
+   answer checked against the float64 reference.
+2. steady state: the suite's runner (runner.py, timing.py): built, checked, then timed
+   taking turns; median and min–max. numbax's steady row loads what its last cold process
+   compiled from that process's disk cache, so the group compiles each program once more
+   at most.
+3. with `--loaded`: the steady state again with two busy-loop processes running beside
+   it; each library's slowdown is its loaded median over its quiet median (issue #36).
+
+The table (report.models_table) has one line per workload; results.json keeps every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import replace
+
+from . import report
+from .first_compile import first_compile_call
+from .implementation import NotSupportedYet, PeerUnavailable
+from .machine import busy_warning, describe, load_average
+from .model_workloads import MODEL_WORKLOAD_BUILDERS, model_workload
+from .peers import JaxPeer, NumbaxPeer
+from .runner import (
+    FAILED,
+    NOT_SUPPORTED,
+    OK,
+    Row,
+    WorkloadResult,
+    first_line,
+    mismatch_summary,
+    run_suite,
+)
+from .timing import Timing, TimingSettings
+
+COLD_LIBRARIES = ("numbax", "jax")
+COLD_SAMPLES = {"quick": 1, "full": 3}
+BUSY_PROCESSES = 2
+BUSY_LOOP = "while True: pass"
+
+
+def make_peers(scratch_dir: str) -> tuple[list, dict[str, str]]:
+    """numbax and JAX on the CPU, and why PyTorch is not among them."""
+    peers, missing = [NumbaxPeer("cpu", scratch_dir)], {}
+    try:
+        peers.append(JaxPeer(False, scratch_dir))
+    except PeerUnavailable as error:
+        missing["jax"] = str(error)
+    missing["torch"] = torch_missing_reason()
+    return peers, missing
+
+
+def torch_missing_reason() -> str:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return "not installed"
+    return "installed, but the models group has no PyTorch rows yet (eager, torch.compile)"
+
+
+# --- phase 1: time to compiled code -------------------------------------------------------
+
+
+def cold_result(
+    workload, scale: str, samples: int, scratch_dir: str
+) -> tuple[WorkloadResult, dict[str, str]]:
+    """Each library's time to compiled code, `samples` fresh processes each, taking turns;
+    and the disk cache each library's last process filled."""
+    rows = {library: Row(library, OK, is_numbax=library == "numbax") for library in COLD_LIBRARIES}
+    seconds: dict[str, list[float]] = {library: [] for library in COLD_LIBRARIES}
+    caches: dict[str, str] = {}
+    expected = workload.reference()
+    for sample in range(samples):
+        order = COLD_LIBRARIES[sample % 2 :] + COLD_LIBRARIES[: sample % 2]
+        for library in order:
+            row = rows[library]
+            if row.status != OK:
+                continue
+            try:
+                figure, answer, caches[library] = first_compile_call(
+                    library, workload.name, scale, scratch_dir
+                )()
+            except NotSupportedYet as error:
+                row.status, row.reason = NOT_SUPPORTED, str(error)
+                continue
+            except Exception as error:
+                row.status, row.reason = FAILED, f"error: {first_line(error)}"
+                continue
+            try:
+                workload.check(answer, expected)
+            except AssertionError as error:
+                row.status, row.reason = FAILED, mismatch_summary(error)
+                continue
+            seconds[library].append(figure)
+    for library, row in rows.items():
+        if row.status == OK and seconds[library]:
+            row.timing = Timing(tuple(seconds[library]), 1)
+    cold = replace(workload, name=f"{workload.name} cold", style="first_compile")
+    return WorkloadResult(cold, list(rows.values()), 0.0), caches
+
+
+# --- phase 3: beside busy processes -------------------------------------------------------
+
+
+def start_busy_loops(count: int = BUSY_PROCESSES) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(count)]
+
+
+def stop_busy_loops(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(
+    workloads: list,
+    peers: list,
+    scale: str,
+    cold_samples: int,
+    loaded: bool,
+    settings_for: Callable[..., TimingSettings],
+    scratch_dir: str,
+) -> dict[str, list[WorkloadResult]]:
+    """The three phases over `workloads`: the results by phase."""
+    from numbax.config import config
+
+    phases: dict[str, list[WorkloadResult]] = {"cold": [], "steady": [], "loaded": []}
+    # numbax compiled each program in its last cold process: its rows load it from there.
+    caches = {}
+    for index, workload in enumerate(workloads, start=1):
+        _progress(f"models [{index}/{len(workloads)}] {workload.name} ({workload.size})")
+        caches[workload.name] = os.path.join(scratch_dir, "numbax-cache")
+        if cold_samples:
+            _progress(f"    time to compiled code: {cold_samples} fresh process(es) per library")
+            cold, cold_caches = cold_result(workload, scale, cold_samples, scratch_dir)
+            phases["cold"].append(cold)
+            caches[workload.name] = cold_caches.get("numbax", caches[workload.name])
+        config.cache_dir = caches[workload.name]
+        phases["steady"] += run_suite([workload], peers, settings_for, _progress)
+    if loaded:
+        _progress(f"models: steady state again beside {BUSY_PROCESSES} busy-loop processes")
+        busy = start_busy_loops()
+        try:
+            for workload in workloads:
+                config.cache_dir = caches[workload.name]
+                phases["loaded"] += run_suite([workload], peers, settings_for, _progress)
+        finally:
+            stop_busy_loops(busy)
+    return phases
+
+
+def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) -> int:
+    """Run by `python -m benchmarks --group models [--quick] [--loaded] [--only ...]`."""
+    if args.backend != "cpu":
+        print("the models group measures the cpu backend: use --backend cpu", file=sys.stderr)
+        return 2
+    scale = "quick" if args.quick else "full"
+    cold_samples = COLD_SAMPLES[scale] if args.cold_samples is None else args.cold_samples
+    # As the suite does (__main__.py): Numba's idle workers wait passively.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    options = {
+        "backend": "cpu",
+        "quick": args.quick,
+        "group": "models",
+        "workloads": args.names,
+        "repeat": args.repeat,
+        "cold_samples": cold_samples,
+        "loaded": args.loaded,
+        "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"],
+    }
+    with tempfile.TemporaryDirectory(prefix="numbax-models-") as scratch:
+        peers, missing = make_peers(scratch)
+        for label, reason in missing.items():
+            print(f"{label} skipped: {reason}", file=sys.stderr, flush=True)
+        machine = describe("cpu", {peer.label: peer.version for peer in peers}, missing)
+        warning = busy_warning(machine["load_average_start"], machine["cores_usable"])
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
+        workloads = [model_workload(name, scale) for name in args.names]
+        phases = run(workloads, peers, scale, cold_samples, args.loaded, settings_for, scratch)
+    machine["load_average_end"] = load_average()
+
+    table = report.models_table(phases["steady"], phases["cold"], phases["loaded"])
+    summary = report.models_summary(phases["steady"], phases["cold"], phases["loaded"])
+    heading = report.models_heading(machine, options)
+    text = "\n".join([*heading, *summary, "", *table])
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "models.md").write_text(text + "\n")
+    every_row = [
+        *phases["cold"],
+        *phases["steady"],
+        *(replace_name(r, " loaded") for r in phases["loaded"]),
+    ]
+    payload = report.to_json(every_row, machine, options)
+    payload["models_summary"] = summary
+    (args.out / "models.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    print(f"wrote {args.out / 'models.md'}, {args.out / 'models.json'}", file=sys.stderr)
+
+    failed = [
+        f"{r.workload.name}/{row.implementation}"
+        for r in every_row
+        for row in r.rows
+        if row.status == FAILED
+    ]
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    print("every implementation that ran agrees with its float64 reference", file=sys.stderr)
+    return 0
+
+
+def replace_name(result: WorkloadResult, suffix: str) -> WorkloadResult:
+    workload = replace(result.workload, name=result.workload.name + suffix)
+    return WorkloadResult(workload, result.rows, result.wall_s)
+
+
+def names_of(only: str | None) -> list[str]:
+    """The workloads `--only` selects from this group (all of it without `--only`)."""
+    if not only:
+        return list(MODEL_WORKLOAD_BUILDERS)
+    return [name.strip() for name in only.split(",") if name.strip()]
