@@ -104,8 +104,11 @@ class Program:
 
 
 def _slice(draw, n: int) -> slice:
-    """A basic slice of an axis of ``n`` elements that selects at least one of them."""
+    """A basic slice of an axis of ``n`` elements that selects at least one of them
+    (where it has one)."""
     step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
+    if n == 0:
+        return slice(None, None, step)
     start = draw(st.integers(0, n - 1))
     if draw(st.booleans()):
         return slice(start, None, step)
@@ -124,7 +127,7 @@ def _index(draw, shape) -> tuple[str, tuple]:
     axis), as source and as the index itself."""
     index = []
     for axis, n in enumerate(shape):
-        if axis == 0 and len(shape) > 1 and draw(st.integers(0, 3)) == 0:
+        if axis == 0 and len(shape) > 1 and n and draw(st.integers(0, 3)) == 0:
             index.append(draw(st.integers(-n, n - 1)))
         else:
             index.append(_slice(draw, n))
