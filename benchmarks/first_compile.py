@@ -11,8 +11,9 @@ The parent calls `first_compile_call` once per sample; each call starts
   workload's reference, as every row is checked.
 
 Nothing is warm: the process is new, and its caches are empty and its own.
-  numbax  NUMBAX_CACHE_DIR and NUMBA_CACHE_DIR an empty folder, `tiered=False` (the call
-          waits for the compiled program: trace, passes, codegen, Numba and LLVM, run)
+  numbax  NUMBAX_CACHE_DIR an empty folder (Numba caches each module beside it), and
+          `tiered=False`: the call waits for the compiled program (trace, passes, codegen,
+          Numba and LLVM, run)
   jax     no persistent compilation cache (trace, lower, XLA compile, run)
 """
 
@@ -48,7 +49,10 @@ def first_compile_call(library: str, name: str, scale: str, scratch_dir: str) ->
     def run_process() -> tuple[float, list[np.ndarray], str]:
         out_dir = tempfile.mkdtemp(prefix=f"first-compile-{library}-{name}-", dir=scratch_dir)
         cache_dir = os.path.join(out_dir, "cache")
-        env = dict(os.environ, NUMBAX_CACHE_DIR=cache_dir, NUMBA_CACHE_DIR=cache_dir)
+        # NUMBA_CACHE_DIR stays unset, as in the parent: Numba's index of each compiled
+        # module then lies beside it in `cache_dir`, where the parent's steady row finds it.
+        env = dict(os.environ, NUMBAX_CACHE_DIR=cache_dir)
+        env.pop("NUMBA_CACHE_DIR", None)
         env.update(JAX_PLATFORMS="cpu", NUMBAX_TIERED="0")
         env.pop("JAX_COMPILATION_CACHE_DIR", None)
         command = [sys.executable, "-m", "benchmarks.first_compile", library, name, scale]

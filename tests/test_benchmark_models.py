@@ -1,0 +1,161 @@
+"""The models benchmark group: every workload agrees with its float64 reference on numbax
+and JAX at its quick (tiny) size, the gradient references agree with finite differences,
+and the group's table has its columns. Nothing here is timed.
+
+numbax runs on the interpreter: the programs, transforms and references are what is under
+test; the compiled path of every workload is what `python -m benchmarks --group models
+--quick` runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import numbax
+
+ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
+if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
+    sys.path.insert(0, ROOT)
+
+from benchmarks import report  # noqa: E402
+from benchmarks.__main__ import parse_args  # noqa: E402
+from benchmarks.implementation import bind, tree_map  # noqa: E402
+from benchmarks.kernels import EAGER_NUMPY, library_loops  # noqa: E402
+from benchmarks.model_workloads import (  # noqa: E402
+    MODEL_WORKLOAD_BUILDERS,
+    model_workload,
+    to_float64,
+)
+from benchmarks.runner import OK, Row, WorkloadResult  # noqa: E402
+from benchmarks.timing import Timing  # noqa: E402
+from benchmarks.workloads import leaves  # noqa: E402
+
+NAMES = list(MODEL_WORKLOAD_BUILDERS)
+# The same program as transformer_1 and _2 with more layers: JAX unrolls and compiles every
+# layer, ten seconds and more on one core.
+DEEP = {"transformer_4", "transformer_8"}
+TRAINING = [name for name in NAMES if model_workload(name, "quick").style != "kernel"]
+
+
+def _transformed(workload, library, xp, loops):
+    function = bind(workload.program, xp, loops)
+    if workload.style == "value_and_grad":
+        return library.value_and_grad(function)
+    if workload.style == "per_example_grad":
+        return library.vmap(library.grad(function), in_axes=(None, 0))
+    return function
+
+
+@pytest.fixture(scope="module")
+def references():
+    return {name: model_workload(name, "quick").reference() for name in NAMES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numbax_matches_the_float64_reference(name, references):
+    import numbax.numpy as xnp
+
+    workload = model_workload(name, "quick")
+    loops = library_loops(numbax.fori_loop, numbax.scan)
+    function = numbax.jit(_transformed(workload, numbax, xnp, loops), backend="interpret")
+    workload.check(tree_map(np.asarray, function(*workload.inputs)), references[name])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in DEEP else n for n in NAMES]
+)
+def test_jax_matches_the_float64_reference(name, references):
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)  # as the JAX peer runs: float32 must stay so
+    workload = model_workload(name, "quick")
+    loops = library_loops(jax.lax.fori_loop, jax.lax.scan)
+    function = jax.jit(_transformed(workload, jax, jnp, loops))
+    result = jax.tree_util.tree_map(np.asarray, function(*workload.inputs))
+    workload.check(tree_map(np.asarray, result), references[name])
+
+
+def _perturbed(tree, leaf_index: int, flat_index: int, step: float):
+    flat = leaves(tree)
+    copies = [leaf.copy() for leaf in flat]
+    copies[leaf_index].reshape(-1)[flat_index] += step
+    iterator = iter(copies)
+    return tree_map(lambda _: next(iterator), tree)
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_gradient_references_agree_with_finite_differences(name, references):
+    """The oracle is numbax's own derivative on the interpreter: central differences of the
+    NumPy loss check it at three coordinates of every parameter."""
+    workload = model_workload(name, "quick")
+    params, batch = to_float64(workload.inputs)
+    if workload.style == "per_example_grad":
+        batch = tuple(part[:1] for part in batch)  # example 0, the first row of each leaf
+        gradients = [g[0] for g in leaves(references[name])]
+        loss = lambda p: workload.program(np, EAGER_NUMPY, p, tuple(b[0] for b in batch))  # noqa: E731
+    else:
+        gradients = leaves(references[name][1])
+        loss = lambda p: workload.program(np, EAGER_NUMPY, p, batch)  # noqa: E731
+    rng = np.random.default_rng(0)
+    step = 1e-6
+    for leaf_index, gradient in enumerate(gradients):
+        for flat_index in rng.choice(gradient.size, min(3, gradient.size), replace=False):
+            above = loss(_perturbed(params, leaf_index, flat_index, step))
+            below = loss(_perturbed(params, leaf_index, flat_index, -step))
+            estimate = (above - below) / (2 * step)
+            np.testing.assert_allclose(
+                gradient.reshape(-1)[flat_index], estimate, rtol=1e-5, atol=1e-7
+            )
+
+
+def _result(name: str, medians: dict[str, float], style: str = "value_and_grad"):
+    workload = model_workload("mlp_64", "quick")
+    from dataclasses import replace
+
+    workload = replace(workload, name=name, style=style)
+    rows = []
+    for library, median in medians.items():
+        row = Row(library, OK, is_numbax=library == "numbax")
+        row.timing = Timing((median * 0.9, median, median * 1.2), 1)
+        rows.append(row)
+    return WorkloadResult(workload, rows, 0.0)
+
+
+def test_the_table_has_the_columns_of_both_issues():
+    steady = [_result("transformer_2", {"numbax": 2.0, "jax": 1.0})]
+    steady.append(_result("transformer_8", {"numbax": 3.0, "jax": 1.5}))
+    cold = [
+        _result("transformer_2 cold", {"numbax": 8.0, "jax": 2.0}, "first_compile"),
+        _result("transformer_8 cold", {"numbax": 10.0, "jax": 6.0}, "first_compile"),
+    ]
+    loaded = [_result("transformer_2", {"numbax": 4.0, "jax": 1.5})]
+    quiet_table = report.models_table(steady, cold)
+    assert quiet_table[0].strip("| ").split(" | ") == [*report.MODEL_COLUMNS, "status"]
+    table = report.models_table(steady, cold, loaded)
+    header = table[0].strip("| ").split(" | ")
+    assert header == [*report.MODEL_COLUMNS, *report.LOADED_COLUMNS, "status"]
+    assert all(len(line.strip("| ").split(" | ")) == len(header) for line in table[2:])
+    cells = dict(zip(header, table[2].strip("| ").split(" | "), strict=True))
+    assert cells["cold ratio"] == "4.00x" and cells["steady ratio"] == "2.00x"
+    assert cells["numbax loaded/quiet"] == "2.00x" and cells["status"] == OK
+    summary = "\n".join(report.models_summary(steady, cold, loaded))
+    assert "numbax cold / jax first call" in summary
+    assert "8 layers / 2 layers" in summary and "loaded/quiet" in summary
+
+
+def test_models_is_a_group_with_its_own_options():
+    args = parse_args(["--group", "models", "--quick"])
+    assert args.names == NAMES and args.backend == "cpu" and not args.loaded
+    args = parse_args(["--group", "models", "--only", "transformer_2", "--loaded"])
+    assert args.names == ["transformer_2"] and args.loaded
+    with pytest.raises(SystemExit):
+        parse_args(["--loaded"])
+    with pytest.raises(SystemExit):
+        parse_args(["--group", "models", "--only", "chain"])
