@@ -227,21 +227,9 @@ def _describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
-def _refuse_closed_over(derivatives_of_consts) -> None:
-    if any(derivatives_of_consts):
-        raise GradientError(
-            at_line(
-                "a custom_jvp function (or its rule) closes over a value that is being "
-                "differentiated, whose derivative the rule cannot see: pass that value to "
-                "the function as an argument",
-                user_frame_info(),
-            )
-        )
-
-
 def _custom_jvp_call_jvp(primals, tangents, *, jaxpr, jvp_jaxpr, const_counts):
     num_consts = sum(const_counts)
-    _refuse_closed_over(t is not None for t in tangents[:num_consts])
+    d.refuse_closed_over("custom_jvp", (t is not None for t in tangents[:num_consts]))
     jvp_consts, args = primals[const_counts[0] : num_consts], primals[num_consts:]
     arg_tangents = [d.instantiate(t, x) for t, x in zip(tangents[num_consts:], args, strict=True)]
     results = replay(jvp_jaxpr, [], [*jvp_consts, *args, *arg_tangents])
@@ -253,7 +241,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, jaxpr, jvp_jaxpr, const_counts):
 
 def _custom_jvp_call_vjp(primals, wrt, *, jaxpr, jvp_jaxpr, const_counts):
     num_consts = sum(const_counts)
-    _refuse_closed_over(wrt[:num_consts])
+    d.refuse_closed_over("custom_jvp", wrt[:num_consts])
     jvp_consts, args = primals[const_counts[0] : num_consts], primals[num_consts:]
     num_outs = len(jaxpr.outvars)
     # The transpose of the rule's tangent map: its VJP with respect to the tangents only,

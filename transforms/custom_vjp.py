@@ -10,6 +10,11 @@ Called under a trace, ``f`` becomes one ``custom_vjp_call`` equation holding the
 jaxprs of ``f``, ``f_fwd`` and ``f_bwd`` (see ``ir/higher_order.py``). Reverse mode
 replays ``f_fwd`` in the forward and ``f_bwd`` in the backward; forward mode, for
 which the rule says nothing, differentiates ``f`` itself (``jvp.py``).
+
+The rule gives cotangents of the arguments only. A value that ``f``, ``f_fwd`` or
+``f_bwd`` closes over and that is being differentiated is refused in reverse mode, as in
+JAX (its derivative would silently be zero): pass it as an argument. Closing over
+constants, or over values that jit or vmap trace but nothing differentiates, is fine.
 """
 
 from __future__ import annotations
@@ -180,6 +185,7 @@ def _describe(value) -> str:
 
 def _custom_vjp_call_vjp(primals, wrt, *, jaxpr, fwd_jaxpr, bwd_jaxpr, const_counts):
     num_primal_consts, num_fwd_consts, num_bwd_consts = const_counts
+    d.refuse_closed_over("custom_vjp", wrt[: sum(const_counts)])
     fwd_consts = primals[num_primal_consts : num_primal_consts + num_fwd_consts]
     bwd_consts = primals[num_primal_consts + num_fwd_consts : sum(const_counts)]
     args = primals[sum(const_counts) :]

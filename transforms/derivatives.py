@@ -9,6 +9,8 @@ without a derivative (``select``'s predicate).
 
 The partial derivatives of the reductions that choose or multiply (``reduce_max``,
 ``reduce_prod``, scatter ``max``/``min``) are here too, for the same reason.
+So is the refusal of a differentiated value closed over by a ``custom_jvp`` or
+``custom_vjp`` function, which both modes share.
 
 A zero (co)tangent is ``None`` while it propagates, and becomes an array only where an
 operation needs one (``instantiate``). Integer and bool values never carry one.
@@ -22,7 +24,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.core import ShapedArray, aval_of
-from ..ir.errors import UnsupportedFunctionError, at_line
+from ..ir.errors import GradientError, UnsupportedFunctionError, at_line
 from ..tracer import lax
 from ..tracer.core import Tracer
 from ..tracer.source_info import user_frame_info
@@ -216,6 +218,21 @@ def scatter_mode_error(mode: str) -> UnsupportedFunctionError:
             user_frame_info(),
         )
     )
+
+
+def refuse_closed_over(decorator: str, derivatives_of_consts) -> None:
+    """A ``custom_jvp`` or ``custom_vjp`` rule gives derivatives with respect to the
+    function's arguments only, as in JAX: a value it closes over that is being
+    differentiated would silently get a zero derivative, so it is refused."""
+    if any(derivatives_of_consts):
+        raise GradientError(
+            at_line(
+                f"a {decorator} function (or its rules) closes over a value that is being "
+                "differentiated, whose derivative the rules cannot see: pass that value to "
+                "the function as an argument (and give its derivative in the rules)",
+                user_frame_info(),
+            )
+        )
 
 
 def sort_with_order(primals, *, dimension, is_stable, num_keys):

@@ -257,7 +257,8 @@ register("checkpoint", _call("checkpoint"))
 
 def _custom_vjp_call(primals, tangents, *, jaxpr, **_):
     # Forward mode differentiates the primal function: the custom rule is reverse-mode
-    # only (JAX's custom_vjp refuses forward mode; numbax gives the primal's JVP).
+    # only (JAX's custom_vjp refuses forward mode; numbax gives the primal's JVP). The
+    # primal's closed-over values are operands, so their tangents are exact here.
     return jvp_pass(jaxpr, [], primals, tangents)
 
 

@@ -186,6 +186,60 @@ def test_custom_vjp_values_forward_mode_and_nesting():
     assert float(grad(grad(lambda x: safe_log(x, 1e-3) * x))(2.0)) == pytest.approx(0.5)
 
 
+def _scaled_by(w):
+    """A custom_vjp function closing over ``w``, with a correct rule for ``x`` only."""
+
+    @custom_vjp
+    def scale(x):
+        return np.sin(x) * w
+
+    scale.defvjp(lambda x: (scale(x), x), lambda x, ct: (ct * np.cos(x) * w,))
+    return scale
+
+
+_X0 = np.array([0.3, -1.2, 2.0])
+
+
+def _closing_loss(w):
+    return np.sum(_scaled_by(w)(_X0))
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        grad,
+        lambda f: jit(grad(f)),
+        lambda f: grad(jit(f)),
+        lambda f: lambda w: numbax.vmap(grad(f))(np.stack([w, 2 * w])),
+        lambda f: grad(
+            lambda w: np.sum(numbax.vmap(lambda x: _scaled_by(w)(x))(np.stack([_X0, _X0])))
+        ),
+    ],
+    ids=["grad", "jit(grad)", "grad(jit)", "vmap(grad)", "grad(vmap)"],
+)
+def test_custom_vjp_closing_over_a_differentiated_value_is_an_error_naming_the_fix(transform):
+    # The rule cannot see the derivative through w: it was silently zero.
+    with pytest.raises(numbax.GradientError, match="custom_vjp.*pass that value to the function"):
+        transform(_closing_loss)(np.array([0.5, -1.0, 2.0]))
+
+
+def test_custom_vjp_may_close_over_constants_and_values_it_does_not_differentiate(rng):
+    w = rng.standard_normal(3)
+    check_derivatives(lambda x: np.sum(_scaled_by(w)(x) ** 2), [rng.standard_normal(3)], rng)
+    check_derivatives(jit(lambda x: _scaled_by(w)(x) * x), [rng.standard_normal(3)], rng)
+    # Forward mode differentiates the primal function, closure included.
+    check_derivatives(_closing_loss, [w], rng, reverse=False)
+    # Traced by jit or vmap, but not differentiated: nothing is lost.
+    expected = np.cos(_X0) * w
+    np.testing.assert_allclose(
+        jit(lambda w, x: grad(lambda x: np.sum(_scaled_by(w)(x)))(x))(w, _X0), expected
+    )
+    batched = numbax.vmap(lambda w: grad(lambda x: np.sum(_scaled_by(w)(x)))(_X0))(
+        np.stack([w, 2 * w])
+    )
+    np.testing.assert_allclose(batched, [expected, 2 * expected])
+
+
 def test_custom_vjp_bwd_must_return_one_cotangent_per_argument():
     @custom_vjp
     def f(x, y):
