@@ -93,6 +93,8 @@ def _calls_of_every_tier(jit_of, arguments, check) -> None:
             if call == 2:
                 jitted.wait_compiled()
             results = jitted(*arguments)
+            if tiered and call == 0 and getattr(jitted, "interpreted_calls", 0):
+                event("the tiered first call interpreted")
             check(results)
             _write_into_results(results, arguments)
             for k, (argument, entry) in enumerate(zip(arguments, before, strict=True)):

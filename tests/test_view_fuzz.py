@@ -460,6 +460,8 @@ def test_views_written_in_place_give_numpys_results_and_arguments(backend, drawn
                 if number == 2:
                     jitted.wait_compiled()
                 results, base = call(jitted)
+                if tiered and number == 0 and jitted.interpreted_calls:
+                    event("the tiered first call interpreted")
                 if results is not None:
                     _check_results(results, expected, base, dtype)
         held, _ = call(jitted)  # not written into: the next call must leave it as it is
