@@ -8,6 +8,10 @@ kernels.py         the kernels group (`--group kernels`): PolyBench-style kernel
 implementation.py  what a peer hands the runner: one row
 peers.py           how numbax (through one adapter) and each peer make those rows
 cold_start.py      the new-process compile-latency workload (also the program it runs)
+models.py          the models group (`--group models`): training losses and scientific
+                   programs; model_workloads.py their inputs and float64 references,
+                   first_compile.py the fresh process timing time to compiled code,
+                   model_group.py the group's run (cold, steady, `--loaded`)
 timing.py          the measuring method
 runner.py          build, check against NumPy, time; then the derived figures
 report.py          table, results.json, results.md, RESULTS.md; chart.py the PNG

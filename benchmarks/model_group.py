@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -81,6 +82,7 @@ def cold_result(
     rows = {library: Row(library, OK, is_numbax=library == "numbax") for library in COLD_LIBRARIES}
     seconds: dict[str, list[float]] = {library: [] for library in COLD_LIBRARIES}
     caches: dict[str, str] = {}
+    start = time.perf_counter()
     expected = workload.reference()
     for sample in range(samples):
         order = COLD_LIBRARIES[sample % 2 :] + COLD_LIBRARIES[: sample % 2]
@@ -108,7 +110,7 @@ def cold_result(
         if row.status == OK and seconds[library]:
             row.timing = Timing(tuple(seconds[library]), 1)
     cold = replace(workload, name=f"{workload.name} cold", style="first_compile")
-    return WorkloadResult(cold, list(rows.values()), 0.0), caches
+    return WorkloadResult(cold, list(rows.values()), time.perf_counter() - start), caches
 
 
 # --- phase 3: beside busy processes -------------------------------------------------------
