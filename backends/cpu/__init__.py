@@ -13,30 +13,22 @@ source, kernels, LLVM IR and assembly::
     >>> "def " in compiled.source
     True
 
-Numba is imported on the first compile, not when numbax is imported. Importing this
-module sets two environment variables for the libraries the backend drives, unless the
-user set them: ``OPENBLAS_NUM_THREADS=1`` and ``OMP_WAIT_POLICY=passive`` (see below).
-The first compile tells glibc to keep the memory programs free for their next call
-(``heap.py``; ``NUMBAX_HEAP_TUNING=0`` leaves it as it is).
+Numba is imported on the first compile, not when numbax is imported. Importing numbax
+changes nothing of the process: no environment variable, no BLAS thread count. Each call
+of a program with parallel loops or BLAS calls runs on the threads the process may use
+then (``threads.py``: Numba's thread count, capped by the CPU affinity and the cgroup
+quota; BLAS on one thread, a large product on as many), both set back when the call
+returns. The first compile starts Numba's threads (``threads.launch_numba_threads``:
+OpenMP threads that sleep when idle, unless the user chose ``OMP_WAIT_POLICY``) and tells
+glibc to keep the memory programs free for their next call (``heap.py``;
+``NUMBAX_HEAP_TUNING=0`` leaves it as it is).
 """
 
 from __future__ import annotations
 
-import os
-
 from ...config import config
 from ...ir.core import ClosedJaxpr
 from ..compile_stats import CompileStats, Stopwatch
-
-# How the libraries this backend drives use threads, unless the user set it: the backend
-# parallelises with Numba's prange and raises BLAS's thread count only for the call of a
-# large matrix product (contraction.py), so the BLAS that Numba calls runs single-threaded
-# otherwise, and OpenMP threads sleep when idle instead of spinning (on a machine with as
-# many threads as cores, a spinning thread delays the others, and a woken one answered
-# after milliseconds). Both are read when the libraries load, on the first compile, so
-# they are set here, before Numba is imported.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 # A kernel runs its outer loop on all cores (prange) from this much work on: its number
 # of elements, times 1 + 6 per expensive op (exp, tanh, division, ...) in its body. Waking
@@ -65,11 +57,12 @@ class CpuBackend:
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
         then its own kernel), for tests and for debugging the passes. The caller writes
         the last outputs into its arguments ``writes`` (``backends.results``)."""
-        from . import cache, heap
+        from . import cache, heap, threads
         from .executable import CpuExecutable
         from .program import write_program
 
         heap.keep_freed_memory()
+        threads.launch_numba_threads()
         clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()

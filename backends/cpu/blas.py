@@ -1,17 +1,24 @@
-"""A large matrix product as one BLAS call on OpenBLAS's own threads.
+"""OpenBLAS's thread count inside a call: one, and a large matrix product as one BLAS
+call on OpenBLAS's own threads.
 
-The BLAS Numba calls (SciPy's) runs single-threaded in compiled code (the backend sets
-``OPENBLAS_NUM_THREADS=1``). A large product split into one block of rows per thread made
-each thread pack the whole right operand for itself; OpenBLAS's threads, in one call,
-share the packed panels. Float32 products, Haswell kernels, two cores: 64x784 @ 784x512
-took 0.43 ms as two row blocks and 0.29 ms on OpenBLAS's two threads, 256x784 @ 784x512
-1.19 ms and 0.95 ms, and ``x.T @ n`` (784x256 @ 256x512) needs no transposed copy.
+The BLAS Numba calls (SciPy's) runs single-threaded in compiled code: the executable sets
+its thread count to one as the call starts and back to the user's when it returns
+(``enter_single_threaded``, ``leave_single_threaded``, called by ``threads.py``), without
+touching ``OPENBLAS_NUM_THREADS``, which OpenBLAS reads only when it loads.
 
-``threaded_dot`` raises the OpenBLAS's thread count for the call and sets it back after.
+A large product split into one block of rows per thread made each thread pack the whole
+right operand for itself; OpenBLAS's threads, in one call, share the packed panels.
+Float32 products, Haswell kernels, two cores: 64x784 @ 784x512 took 0.43 ms as two row
+blocks and 0.29 ms on OpenBLAS's two threads, 256x784 @ 784x512 1.19 ms and 0.95 ms, and
+``x.T @ n`` (784x256 @ 256x512) needs no transposed copy.
+
+``threaded_dot`` raises OpenBLAS's thread count for the product and sets it back after.
 The thread controls are looked up in the library that exports the BLAS Numba calls
 (found from ``dgemm``'s address), under the names SciPy's and OpenBLAS's builds give them,
 and linked under symbols of their own, as ``lapack.py`` does. ``AVAILABLE`` is False
-when that BLAS is not an OpenBLAS with them: products are then split into row blocks.
+when that BLAS is not an OpenBLAS with them: numbax then leaves that BLAS's threads as
+the user set them, and splits large products into blocks of rows, one call per thread of
+the call's parallel loops (a BLAS that threads by itself may oversubscribe the cores).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, types
 from numba.extending import get_cython_function_address
+
+from .threads import cap_numba_threads, set_numba_threads
 
 _JIT = {"error_model": "numpy", "no_cfunc_wrapper": True, "cache": True}
 
@@ -49,26 +58,36 @@ class _DlInfo(ctypes.Structure):
     ]
 
 
-def _thread_controls() -> dict[str, int]:
+def _file_of(address: int) -> str | None:
+    """The file of the loaded library that holds ``address``."""
+    info = _DlInfo()
+    if not ctypes.CDLL(None).dladdr(ctypes.c_void_p(address), ctypes.byref(info)):
+        return None
+    return info.dli_fname.decode() if info.dli_fname else None
+
+
+def _thread_controls() -> tuple[str | None, dict[str, int]]:
     """The addresses of the get and set thread-count functions of the library that holds
-    SciPy's ``dgemm``; empty when it has none (not OpenBLAS, or not on Linux/macOS)."""
+    SciPy's ``dgemm`` or that it links, and the file of the library they are in; (None,
+    {}) when it has none (not OpenBLAS, or not on Linux/macOS)."""
     try:
-        address = get_cython_function_address("scipy.linalg.cython_blas", "dgemm")
-        libc = ctypes.CDLL(None)
-        info = _DlInfo()
-        if not libc.dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
-            return {}
-        library = ctypes.CDLL(info.dli_fname.decode(), mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        path = _file_of(get_cython_function_address("scipy.linalg.cython_blas", "dgemm"))
+        if path is None:
+            return None, {}
+        library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        found: dict[str, int] = {}
+        for name, verb in _NAMES:
+            if verb not in found and hasattr(library, name):
+                found[verb] = ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+        if len(found) != 2:
+            return None, {}
+        return _file_of(found["get"]), found
     except (OSError, AttributeError, ImportError, ValueError):
-        return {}
-    found: dict[str, int] = {}
-    for name, verb in _NAMES:
-        if verb not in found and hasattr(library, name):
-            found[verb] = ctypes.cast(getattr(library, name), ctypes.c_void_p).value
-    return found if len(found) == 2 else {}
+        return None, {}
 
 
-_CONTROLS = _thread_controls()
+# The OpenBLAS whose threads numbax sets (the file threadpoolctl reports it by).
+LIBRARY, _CONTROLS = _thread_controls()
 AVAILABLE = bool(_CONTROLS)
 for _verb, _address in _CONTROLS.items():
     llvm.add_symbol(f"numbax_blas_{_verb}_num_threads", _address)
@@ -83,3 +102,20 @@ def threaded_dot(a, b, out, threads):
     _set_threads(np.intc(threads))
     np.dot(a, b, out)
     _set_threads(previous)
+
+
+@njit(**_JIT)
+def enter_single_threaded(allowed):
+    """Cap the calling thread's Numba thread count (``threads.cap_numba_threads``) and
+    run OpenBLAS on one thread; the counts they had, for ``leave_single_threaded``."""
+    threads = cap_numba_threads(allowed)
+    blas_threads = _get_threads()
+    _set_threads(np.intc(1))
+    return threads, blas_threads
+
+
+@njit(**_JIT)
+def leave_single_threaded(saved):
+    threads, blas_threads = saved
+    _set_threads(blas_threads)
+    set_numba_threads(threads)

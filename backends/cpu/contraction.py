@@ -7,14 +7,15 @@ transposed, which BLAS reads without a copy; any other order is copied once by
 ``np.ascontiguousarray``. The result is ``(batch, lhs free, rhs free)`` in memory order,
 which is exactly ``dot_general``'s output layout, so it is only reshaped.
 
-BLAS runs single-threaded inside compiled code (the backend sets OPENBLAS_NUM_THREADS=1
-for the BLAS Numba loads, unless the user chose otherwise): BLAS's own thread pool would
-oversubscribe the cores next to ours in parallel kernels, and waking it for a small
+BLAS runs single-threaded inside compiled code (the executable sets OpenBLAS's thread
+count to one for the call and back after it, ``threads.py``): BLAS's own thread pool
+would oversubscribe the cores next to ours in parallel kernels, and waking it for a small
 product costs more than the product. A large product (``PARALLEL_FLOPS``) is one call on
-as many of OpenBLAS's threads as Numba has (``blas.threaded_dot``), which share the packed
-operands; where the BLAS is not an OpenBLAS whose threads can be set, it is split into
-blocks of rows, one single-threaded call per thread. Either way a fused epilogue runs in
-the blocks of rows of one ``prange``.
+as many of OpenBLAS's threads as the call's parallel loops have (``blas.threaded_dot``),
+which share the packed operands; where the BLAS is not an OpenBLAS whose threads can be
+set, it is split into blocks of rows, one call per thread. Either way a fused epilogue
+runs in the blocks of rows of one ``prange``. The thread count is read when the program
+runs (``numba.get_num_threads()``, capped for the call), not written into the source.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ from .scalar import dtype_source
 PARALLEL_FLOPS = 1 << 23
 MIN_ROWS = 32
 BLAS_MODULE = "numbax.backends.cpu.blas"
-IMPORTS = {BLAS_MODULE: ("nbx_blas", "from numbax.backends.cpu import blas as nbx_blas")}
+THREADS_MODULE = "numbax.backends.cpu.threads"
+IMPORTS = {
+    BLAS_MODULE: ("nbx_blas", "from numbax.backends.cpu import blas as nbx_blas"),
+    THREADS_MODULE: ("nbx_threads", "from numbax.backends.cpu import threads as nbx_threads"),
+}
 
 
 def _operand(name, aval: ShapedArray, batch, free, contract, fresh, lines) -> tuple[str, bool]:
@@ -90,6 +95,7 @@ def write_dot(
         )
         return lines + reshape, False
     lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
+    program.calls_blas = True
     large = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS
     threaded = large and _threaded_blas()  # BLAS splits the product as it sees fit
     parallel = threaded or (large and rows >= 2 * MIN_ROWS)
@@ -102,13 +108,12 @@ def write_dot(
     if not parallel:
         lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
         return lines + reshape, False
-    blocks, step = _row_blocks(rows)
-    block, low = fresh("block"), fresh("low")
+    blocks, step, block, low = fresh("blocks"), fresh("step"), fresh("block"), fresh("low")
     body = [f"{low} = {block} * {step}"]
     if threaded:
         dot = program.function(BLAS_MODULE, "threaded_dot")
         operands = f"{_matrix(left, left_t, b)}, {right_b}, {product}[{b}]"
-        lines.append(f"{indent}{dot}({operands}, {_threads()})")
+        lines.append(f"{indent}{dot}({operands}, {_threads(program)})")
     else:
         rows_block = f"{low}:{low} + {step}"
         body.append(f"np.dot({left}[{b}, {rows_block}], {right_b}, {product}[{b}, {rows_block}])")
@@ -121,6 +126,7 @@ def write_dot(
         reshape = []
     if finish is not None or not threaded:
         program.parallel = True
+        lines += [f"{indent}{line}" for line in _row_blocks(program, rows, blocks, step)]
         lines.append(f"{indent}for {block} in prange({blocks}):")
         lines += [f"{indent}    {line}" for line in body + (finish or [])]
     return lines + reshape, finish is not None
@@ -132,10 +138,10 @@ def _threaded_blas() -> bool:
     return blas.AVAILABLE
 
 
-def _threads() -> int:
-    from numba import config  # the thread count is part of the program, so of its cache key
-
-    return config.NUMBA_NUM_THREADS
+def _threads(program) -> str:
+    """The threads the call runs on, read at run time: the calling thread's Numba thread
+    count, which the executable capped for the call (``threads.py``)."""
+    return f"{program.function(THREADS_MODULE, 'numba_threads')}()"
 
 
 def _batch_loop(batch: int, fresh, lines: list[str]) -> tuple[str, str]:
@@ -148,11 +154,15 @@ def _batch_loop(batch: int, fresh, lines: list[str]) -> tuple[str, str]:
     return b, "    "
 
 
-def _row_blocks(rows: int) -> tuple[int, int]:
-    """One block of rows per thread (blocks, rows per block): a single-threaded BLAS call
-    each where the product is split, and the epilogue's rows (see the module doc)."""
-    blocks = max(1, min(_threads(), rows // MIN_ROWS))
-    return blocks, -(-rows // blocks)
+def _row_blocks(program, rows: int, blocks: str, step: str) -> list[str]:
+    """Lines that bind ``blocks`` and ``step`` (rows per block) to one block of rows per
+    thread of the call, of at least ``MIN_ROWS`` rows: a single-threaded BLAS call each
+    where the product is split, and the epilogue's rows (see the module doc)."""
+    most = max(1, rows // MIN_ROWS)
+    return [
+        f"{blocks} = max(1, min({_threads(program)}, {most}))",
+        f"{step} = ({rows} + {blocks} - 1) // {blocks}",
+    ]
 
 
 def _matrix(name: str, transposed: bool, batch: str) -> str:

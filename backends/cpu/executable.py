@@ -13,6 +13,7 @@ from ...ir import dtypes
 from ...ir.core import ClosedJaxpr
 from ..results import ResultCopies, compiled_storage
 from .scalar import storage_dtype
+from .threads import on_chosen_threads
 
 
 class CpuExecutable:
@@ -27,7 +28,8 @@ class CpuExecutable:
     its largest outputs into arrays an ``OutputPool`` passes it. A result that may share
     memory with an argument, a constant or another result is copied (``ResultCopies``;
     the last results, which the caller copies into its arguments ``writes``, only where
-    an earlier write-back would overwrite them).
+    an earlier write-back would overwrite them). A program with parallel loops or BLAS
+    calls runs on the threads chosen as each call starts (``threads.on_chosen_threads``).
     """
 
     def __init__(
@@ -49,6 +51,8 @@ class CpuExecutable:
         constvars = jaxpr.jaxpr.constvars
         consts = [_matching(c, v.aval.dtype) for c, v in zip(consts, constvars, strict=True)]
         self._call = functools.partial(function, *consts) if consts else function
+        if program.parallel or program.calls_blas:
+            self._call = on_chosen_threads(self._call, program.calls_blas)
         if program.pooled:
             avals = [jaxpr.jaxpr.outvars[k].aval for k in program.pooled]
             self._call = OutputPool(self._call, program.pooled, avals)

@@ -130,6 +130,7 @@ def _stack(name: str, aval, rank: int = 2) -> str:
 
 def _call(program, eqn, helper: str, inputs, flags=(), module: str = MODULE) -> list[str]:
     """Allocate the outputs, then one helper call over the stacks."""
+    program.calls_blas = True  # LAPACK, on the BLAS's threads
     outs = [program.name(var) for var in eqn.outputs]
     lines = [
         f"{name} = np.empty({tuple_source(var.aval.shape)}, {dtype_source(var.aval.dtype)})"

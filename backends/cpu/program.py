@@ -97,6 +97,7 @@ class GeneratedProgram:
     # The outputs (indices into the jaxpr's outvars) written into arrays the caller passes
     # after the program's arguments, in order (``pooled_outputs``).
     pooled: list[int] = field(default_factory=list)
+    calls_blas: bool = False  # BLAS or LAPACK: run on one thread in the call (``threads``)
 
 
 def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
@@ -137,6 +138,7 @@ class _ProgramWriter:
         self.lines: list[str] = []
         self.indent = ""
         self.parallel = False
+        self.calls_blas = False  # set by the writers of products and linear algebra
         self.kernels: list[Kernel] = []
         self.functions: list[list[str]] = []  # module-level helpers, before the program
         self.buffer_of = _safe_buffers(jaxpr, plan)
@@ -335,7 +337,9 @@ class _ProgramWriter:
         functions = parts.functions(self, fn, arguments, spans)
         module = self._module(functions)
         pooled = [jaxpr.outvars.index(v) for v in self.pooled]
-        return GeneratedProgram(fn, module, self.parallel, self.kernels, len(functions) - 1, pooled)
+        return GeneratedProgram(
+            fn, module, self.parallel, self.kernels, len(functions) - 1, pooled, self.calls_blas
+        )
 
     def write_results(self) -> None:
         """The program's return statement, each output an array."""

@@ -1,0 +1,198 @@
+"""The threads a call of compiled code runs on, chosen when the call starts.
+
+The parallel loops run on the calling thread's Numba thread count
+(``numba.get_num_threads()``, which users set with ``numba.set_num_threads``; Numba's
+default, ``NUMBA_NUM_THREADS``, is the CPUs the process could use when Numba was
+imported), capped by the CPUs the process may use now: its affinity (``taskset``,
+``os.sched_setaffinity``) and its cgroup's CPU quota (a container's ``--cpus``). BLAS
+runs on one thread inside the call, since BLAS's own threads would compete with the
+parallel loops for the same cores, and a lone large product runs on as many of
+OpenBLAS's threads as the loops (``blas.threaded_dot``). Both counts are set as the call
+starts and set back when it returns or raises: outside a call, the user's Numba and BLAS
+thread counts are theirs, and numbax sets no environment variable for them.
+
+The counts are set around the compiled call (``on_chosen_threads``), not read by the
+generated code: Numba's parallel loops already read the thread's count as they start,
+the generated source stays the same whatever the machine (one disk cache entry), and a
+``finally`` sets the counts back when a callback raises. What it costs per call: the
+affinity, read by one system call; the quota, a file read once a second; and two calls
+of small compiled functions that set the counts (Numba's is thread-local).
+
+Where the BLAS Numba calls is not an OpenBLAS with thread controls (``blas.AVAILABLE``
+is False: MKL, Accelerate, a BLAS without them), numbax leaves BLAS's threads as the
+user set them: products are then split into blocks of rows, one BLAS call per loop
+thread, and such a BLAS may add threads of its own inside each.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import time
+
+import llvmlite.binding as llvm
+import numpy as np
+from numba import njit, types
+
+# The cgroup quota is read again after this long (a container's limit changes rarely).
+QUOTA_REFRESH_S = 1.0
+CGROUP_ROOT = "/sys/fs/cgroup"
+NO_CAP = 1 << 30
+
+
+def cgroup_cpus(root: str = CGROUP_ROOT) -> int | None:
+    """The CPUs the process's cgroup quota allows, rounded up (1.5 CPUs allow 2 threads);
+    None where there is no quota. Read as joblib's loky reads it: cgroup v2's
+    ``cpu.max`` (``max 100000`` or ``<quota> <period>``), else v1's
+    ``cpu/cpu.cfs_quota_us`` (-1: none) and ``cpu/cpu.cfs_period_us``."""
+    try:
+        with open(os.path.join(root, "cpu.max")) as file:
+            quota, period = file.read().split()[:2]
+    except (OSError, ValueError):
+        try:
+            with open(os.path.join(root, "cpu", "cpu.cfs_quota_us")) as file:
+                quota = file.read().strip()
+            with open(os.path.join(root, "cpu", "cpu.cfs_period_us")) as file:
+                period = file.read().strip()
+        except OSError:
+            return None
+    try:
+        quota_us, period_us = int(quota), int(period)
+    except ValueError:  # "max"
+        return None
+    if quota_us <= 0 or period_us <= 0:
+        return None
+    return max(1, math.ceil(quota_us / period_us))
+
+
+class _CachedQuota:
+    """``cgroup_cpus()`` read at most once per ``QUOTA_REFRESH_S`` (a file read costs
+    ~10 us); no quota is no cap."""
+
+    def __init__(self):
+        self.cpus = 1
+        self.read_at = -math.inf
+
+    def __call__(self) -> int:
+        now = time.monotonic()
+        if now - self.read_at >= QUOTA_REFRESH_S:
+            self.cpus = cgroup_cpus() or NO_CAP
+            self.read_at = now
+        return self.cpus
+
+
+_quota = _CachedQuota()
+
+
+# Numba's threading layer's controls of the calling thread's count, under the symbols it
+# links them as once started (``launch_numba_threads``; its parallel loops call them so):
+# unlike ``numba.get_num_threads``, code calling them can be cached.
+_get_numba_threads = types.ExternalFunction("get_num_threads", types.intc())
+_set_numba_threads = types.ExternalFunction("set_num_threads", types.void(types.intc))
+_JIT = {"no_cfunc_wrapper": True, "cache": True}
+_MASK_WORDS = 16  # glibc's cpu_set_t: 1024 CPUs
+
+
+def _libc_function(name: str) -> int | None:
+    try:
+        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+    except (OSError, AttributeError):  # not Linux
+        return None
+
+
+_SCHED_GETAFFINITY = _libc_function("sched_getaffinity")
+if _SCHED_GETAFFINITY is not None:
+    llvm.add_symbol("numbax_sched_getaffinity", _SCHED_GETAFFINITY)
+    _sched_getaffinity = types.ExternalFunction(
+        "numbax_sched_getaffinity", types.intc(types.intc, types.uintp, types.uintp)
+    )
+
+    @njit(**_JIT)
+    def affinity_cpus():
+        """The CPUs this process may run on now (one system call); ``NO_CAP`` where the
+        kernel's CPU set does not fit in glibc's."""
+        mask = np.zeros(_MASK_WORDS, np.uint64)
+        if _sched_getaffinity(0, mask.size * 8, mask.ctypes.data) != 0:
+            return NO_CAP
+        cpus = 0
+        for word in mask:
+            while word:
+                word &= word - np.uint64(1)
+                cpus += 1
+        return cpus
+
+else:
+
+    @njit(**_JIT)
+    def affinity_cpus():
+        return NO_CAP
+
+
+@njit(**_JIT)
+def numba_threads():
+    """The calling thread's Numba thread count, as ``numba.get_num_threads()`` (whose
+    callers Numba cannot cache): what the call's loops and large products run on."""
+    return _get_numba_threads()
+
+
+@njit(**_JIT)
+def cap_numba_threads(allowed):
+    """Cap the calling thread's Numba thread count at ``allowed`` and at the CPUs of the
+    process's affinity; the count it had."""
+    threads = _get_numba_threads()
+    _set_numba_threads(np.intc(max(1, min(threads, allowed, affinity_cpus()))))
+    return threads
+
+
+@njit(**_JIT)
+def set_numba_threads(threads):
+    _set_numba_threads(np.intc(threads))
+
+
+def on_chosen_threads(call, calls_blas: bool):
+    """``call`` (a compiled program) run on the threads chosen as each call starts (see
+    the module doc); ``calls_blas``: the program calls BLAS or LAPACK."""
+    launch_numba_threads()
+    enter, leave = cap_numba_threads, set_numba_threads
+    if calls_blas:
+        from . import blas  # loads SciPy's BLAS, which the program links anyway
+
+        if blas.AVAILABLE:
+            enter, leave = blas.enter_single_threaded, blas.leave_single_threaded
+
+    def on_chosen_threads_call(*args):
+        saved = enter(_quota())
+        try:
+            return call(*args)
+        finally:
+            leave(saved)
+
+    return on_chosen_threads_call
+
+
+def launch_numba_threads() -> None:
+    """Start Numba's threading layer (once), its OpenMP threads waiting passively where
+    the user chose no ``OMP_WAIT_POLICY``.
+
+    With OpenMP's default policy a worker spins after each parallel loop, and on a
+    machine with as many threads as cores it delays the thread that runs the code
+    between loops. The variable is read once, when the OpenMP runtime loads, which
+    Numba's ``omp`` layer does here: it is set only while the layer starts and removed
+    after, so the environment, and any process started later, is as the user left it.
+    It reaches no other library's threads: NumPy's and SciPy's OpenBLAS use no OpenMP,
+    and scikit-learn and PyTorch load OpenMP runtimes of their own. An OpenMP runtime
+    already loaded, or the ``tbb`` and ``workqueue`` layers, ignore it.
+    """
+    from numba.np.ufunc import parallel
+
+    if parallel._is_initialized:
+        return
+    chosen = "OMP_WAIT_POLICY" in os.environ
+    if not chosen:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
+    try:
+        parallel._launch_threads()
+    finally:
+        if not chosen:
+            os.environ.pop("OMP_WAIT_POLICY", None)
