@@ -18,6 +18,12 @@ the generated source stays the same whatever the machine (one disk cache entry),
 affinity, read by one system call; the quota, a file read once a second; and two calls
 of small compiled functions that set the counts (Numba's is thread-local).
 
+OpenBLAS's count is the process's, not the thread's: a SciPy BLAS call that another
+thread makes during a numbax call runs on one thread too. Calls from several threads
+nest correctly while each returns in the order it started, which holding the GIL for the
+whole compiled call ensures unless a callback lets another call start and outlive it;
+that one then sets OpenBLAS back to one thread, not to the user's count.
+
 Where the BLAS Numba calls is not an OpenBLAS with thread controls (``blas.AVAILABLE``
 is False: MKL, Accelerate, a BLAS without them), numbax leaves BLAS's threads as the
 user set them: products are then split into blocks of rows, one BLAS call per loop
