@@ -34,6 +34,23 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 PROCESS_TIMEOUT_S = 300
 
 
+def run_checked(command: list[str], env: dict, timeout_s: float) -> None:
+    """Run a benchmark process from the repository root. Raises NotSupportedYet when it
+    says so (exit NOT_SUPPORTED_EXIT), RuntimeError when it fails or outlives
+    ``timeout_s``."""
+    try:
+        done = subprocess.run(
+            command, cwd=REPOSITORY_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired as error:
+        raise RuntimeError(f"process still running after {timeout_s} s") from error
+    if done.returncode == NOT_SUPPORTED_EXIT:
+        raise NotSupportedYet(done.stdout.strip())
+    if done.returncode != 0:
+        last_lines = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"process exited {done.returncode}: {last_lines}")
+
+
 def process_call(library: str, backend: str, cache_dir: str) -> Callable[..., np.ndarray]:
     """A callable that runs one cold-start process and returns its answer.
 
@@ -47,22 +64,7 @@ def process_call(library: str, backend: str, cache_dir: str) -> Callable[..., np
     def run_process(*_inputs) -> np.ndarray:
         out_file = os.path.join(cache_dir, "answer.npy")
         command = [sys.executable, "-m", "benchmarks.cold_start", library, backend, cache_dir]
-        try:
-            done = subprocess.run(
-                [*command, out_file],
-                cwd=REPOSITORY_ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=PROCESS_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired as error:
-            raise RuntimeError(f"process still running after {PROCESS_TIMEOUT_S} s") from error
-        if done.returncode == NOT_SUPPORTED_EXIT:
-            raise NotSupportedYet(done.stdout.strip())
-        if done.returncode != 0:
-            last_lines = " | ".join(done.stderr.strip().splitlines()[-3:])
-            raise RuntimeError(f"process exited {done.returncode}: {last_lines}")
+        run_checked([*command, out_file], env, PROCESS_TIMEOUT_S)
         return np.load(out_file)
 
     return run_process

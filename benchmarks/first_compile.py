@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .cold_start import NOT_SUPPORTED_EXIT, REPOSITORY_ROOT
-from .implementation import NotSupportedYet, tree_map
+from .cold_start import NOT_SUPPORTED_EXIT, run_checked
+from .implementation import tree_map
 from .workloads import leaves
 
 # A compile that hangs fails its row, not the group; numbax's largest rows have taken
@@ -56,22 +55,7 @@ def first_compile_call(library: str, name: str, scale: str, scratch_dir: str) ->
         env.update(JAX_PLATFORMS="cpu", NUMBAX_TIERED="0")
         env.pop("JAX_COMPILATION_CACHE_DIR", None)
         command = [sys.executable, "-m", "benchmarks.first_compile", library, name, scale]
-        try:
-            done = subprocess.run(
-                [*command, out_dir],
-                cwd=REPOSITORY_ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=PROCESS_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired as error:
-            raise RuntimeError(f"process still running after {PROCESS_TIMEOUT_S} s") from error
-        if done.returncode == NOT_SUPPORTED_EXIT:
-            raise NotSupportedYet(done.stdout.strip())
-        if done.returncode != 0:
-            last_lines = " | ".join(done.stderr.strip().splitlines()[-3:])
-            raise RuntimeError(f"process exited {done.returncode}: {last_lines}")
+        run_checked([*command, out_dir], env, PROCESS_TIMEOUT_S)
         figures = json.loads(Path(out_dir, "figures.json").read_text())
         with np.load(Path(out_dir, "answer.npz")) as answer:
             arrays = [answer[f"arr_{i}"] for i in range(len(answer.files))]
