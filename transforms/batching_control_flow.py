@@ -63,46 +63,32 @@ def _kernel_rule(args, dims, *, jaxpr, kind, name):
     return _call_rule(jit_call_p)(args, dims, jaxpr=jaxpr, name=name)
 
 
+def _batched_everywhere(prim, args, dims, jaxprs: dict, **params):
+    """``prim`` bound with every argument and every input and output of its sub-jaxprs
+    (``jaxprs``, by parameter name) batched at axis 0."""
+    size = axis_size(args, dims)
+    args = [to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
+    batched = {
+        name: batch_subjaxpr(sub, [True] * len(sub.invars), size, [True] * len(sub.outvars))[0]
+        for name, sub in jaxprs.items()
+    }
+    outs = bind(prim, *args, **batched, **params)
+    return outs, [0] * len(outs)
+
+
 @register_rule("custom_vjp_call")
-def _custom_vjp_call_rule(args, dims, *, jaxpr, fwd_jaxpr, bwd_jaxpr, const_counts):
+def _custom_vjp_call_rule(args, dims, *, const_counts, **jaxprs):
     # Everything batched, inputs and outputs of all three jaxprs: the backward pass will
     # receive batched cotangents whatever the forward's batching, and one uniform layout
     # keeps the primal, forward and backward jaxprs consistent with each other.
-    size = axis_size(args, dims)
-    args = [to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
-
-    def batched(sub):
-        return batch_subjaxpr(sub, [True] * len(sub.invars), size, [True] * len(sub.outvars))[0]
-
-    outs = bind(
-        custom_vjp_call_p,
-        *args,
-        jaxpr=batched(jaxpr),
-        fwd_jaxpr=batched(fwd_jaxpr),
-        bwd_jaxpr=batched(bwd_jaxpr),
-        const_counts=const_counts,
-    )
-    return outs, [0] * len(outs)
+    return _batched_everywhere(custom_vjp_call_p, args, dims, jaxprs, const_counts=const_counts)
 
 
 @register_rule("custom_jvp_call")
-def _custom_jvp_call_rule(args, dims, *, jaxpr, jvp_jaxpr, const_counts):
+def _custom_jvp_call_rule(args, dims, *, const_counts, **jaxprs):
     # Everything batched, as for custom_vjp_call: the tangents a later jvp or vjp gives
     # the rule have the batched arguments' shapes, whatever the arguments' batching.
-    size = axis_size(args, dims)
-    args = [to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
-
-    def batched(sub):
-        return batch_subjaxpr(sub, [True] * len(sub.invars), size, [True] * len(sub.outvars))[0]
-
-    outs = bind(
-        custom_jvp_call_p,
-        *args,
-        jaxpr=batched(jaxpr),
-        jvp_jaxpr=batched(jvp_jaxpr),
-        const_counts=const_counts,
-    )
-    return outs, [0] * len(outs)
+    return _batched_everywhere(custom_jvp_call_p, args, dims, jaxprs, const_counts=const_counts)
 
 
 # ------------------------------------------------------------------------- cond

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from ..ir.core import Jaxpr, Var
 from ..ir.errors import GradientError, at_line
 from ..ir.higher_order import custom_jvp_call_p
 from ..tracer import lax
@@ -122,16 +121,8 @@ class custom_jvp:  # noqa: N801 - lower case, as the decorator it is (jax.custom
             self._tracing_rule = False
         primal_jaxpr, primal_consts = closure_convert(primal.closed)
         jvp_jaxpr, jvp_consts = closure_convert(rule_closed)
-        # The primal takes every operand, ignoring the rule's consts.
-        invars = primal_jaxpr.invars
         num_primal_consts = len(primal_consts)
-        ignored = [Var(d.aval(c)) for c in jvp_consts]
-        call_jaxpr = Jaxpr(
-            [],
-            invars[:num_primal_consts] + ignored + invars[num_primal_consts:],
-            primal_jaxpr.eqns,
-            primal_jaxpr.outvars,
-        )
+        call_jaxpr = d.taking_rule_consts(primal_jaxpr, num_primal_consts, jvp_consts)
         outs = bind(
             custom_jvp_call_p,
             *primal_consts,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from ..ir.core import Jaxpr, Var
 from ..ir.errors import GradientError, at_line
 from ..ir.higher_order import custom_vjp_call_p
 from ..tracer import lax
@@ -90,15 +89,7 @@ class custom_vjp:  # noqa: N801 - lower case, as the decorator it is (jax.custom
         fwd_jaxpr, fwd_consts = closure_convert(forward.closed)
         bwd_jaxpr, bwd_consts = closure_convert(backward_closed)
         num_primal_consts = len(primal_consts)
-        # The primal takes every operand, ignoring the forward's and backward's consts.
-        ignored = [Var(d.aval(c)) for c in fwd_consts + bwd_consts]
-        invars = primal_jaxpr.invars
-        call_jaxpr = Jaxpr(
-            [],
-            invars[:num_primal_consts] + ignored + invars[num_primal_consts:],
-            primal_jaxpr.eqns,
-            primal_jaxpr.outvars,
-        )
+        call_jaxpr = d.taking_rule_consts(primal_jaxpr, num_primal_consts, fwd_consts + bwd_consts)
         outs = bind(
             custom_vjp_call_p,
             *primal_consts,

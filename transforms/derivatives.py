@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.core import ShapedArray, aval_of
+from ..ir.core import Jaxpr, ShapedArray, Var, aval_of
 from ..ir.errors import GradientError, UnsupportedFunctionError, at_line
 from ..tracer import lax
 from ..tracer.core import Tracer
@@ -32,6 +32,14 @@ from ..tracer.source_info import user_frame_info
 
 def aval(x) -> ShapedArray:
     return x.aval if isinstance(x, Tracer) else aval_of(np.asarray(x))
+
+
+def taking_rule_consts(primal: Jaxpr, num_primal_consts: int, rule_consts) -> Jaxpr:
+    """A custom rule's primal as the call binds it: it takes every operand of the call,
+    its own consts, then the rules' (``rule_consts``, ignored), then the arguments."""
+    ignored = [Var(aval(c)) for c in rule_consts]
+    invars = primal.invars[:num_primal_consts] + ignored + primal.invars[num_primal_consts:]
+    return Jaxpr([], invars, primal.eqns, primal.outvars)
 
 
 def has_tangent(a: ShapedArray) -> bool:
