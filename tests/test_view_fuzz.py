@@ -7,7 +7,9 @@ and axis permutations, reshapes of contiguous views, flips, rows), copies taken 
 the writes (``.copy()``, ``np.copy``, ``np.array``, ``astype``), fresh values, and writes
 into views, copies and fresh values: ``v[...] = expr``, ``v[index] = expr``, ``v += expr``,
 ``np.copyto(v, w)`` and ufuncs with ``out=v`` whose sources overlap ``v`` (``v[::-1]``,
-``np.flip(v)``, ``v.T``, the view's parent), and ``v[...] = alpha * a @ W + beta * v``.
+``np.flip(v)``, ``v.T``, the view's parent), ``v[...] = alpha * a @ W + beta * v``, and
+NumPy's other writers (``fill``, ``put``, masks, integer-array indices, ``clip``,
+``cumsum``, ``sum`` and ``matmul`` into ``out=``, ``sort``, ``fill_diagonal``).
 It returns copies, fresh values, expressions, views and the argument itself.
 
 The argument is contiguous or a strided, reversed or transposed view of a larger array
@@ -180,7 +182,7 @@ def _factored(draw, size: int) -> tuple:
 # --- values read ------------------------------------------------------------------------------
 
 
-def _operand(program: Program, shape, label="source") -> tuple[str, np.ndarray]:
+def _operand(program: Program, shape, label="source", accept=None) -> tuple[str, np.ndarray]:
     """Source that reads a name (as it is, reversed, flipped or transposed) whose shape
     broadcasts to ``shape``: often the target itself or a view overlapping it."""
     options = []
@@ -191,7 +193,8 @@ def _operand(program: Program, shape, label="source") -> tuple[str, np.ndarray]:
             forms += [(f"{name}[::-1]", p[::-1]), (f"np.flip({name})", np.flip(p))]
         if p.ndim >= 2:
             forms += [(f"{name}.T", p.T)]
-        options += [(s, q) for s, q in forms if _broadcasts_to(q.shape, shape)]
+        accepted = accept or (lambda q: _broadcasts_to(q.shape, shape))
+        options += [(s, q) for s, q in forms if accepted(q)]
     if not options:
         return "1.5", np.empty(())
     return options[program.draw(st.integers(0, len(options) - 1), label=label)]
@@ -231,7 +234,7 @@ def _statement(program: Program) -> None:
     kind = draw(
         st.sampled_from(
             ["view", "view", "copy", "fresh", "set", "set_index", "inplace", "copyto", "out"]
-            + ["gemm"]
+            + ["gemm", "library", "library"]
         ),
         label="statement",
     )
@@ -266,6 +269,8 @@ def _statement(program: Program) -> None:
         return program.write(target, f"np.copyto({t}, {source})")
     if kind == "gemm" and target.probe.ndim == 2:
         return _gemm(program, target)
+    if kind == "library" and target.probe.size:
+        return _library_write(program, target)
     ufunc = draw(st.sampled_from(["add", "subtract", "multiply", "negative", "positive"]))
     first, _ = _operand(program, shape)
     if ufunc in ("negative", "positive"):
@@ -292,6 +297,52 @@ def _gemm(program: Program, target: Handle) -> None:
     alpha, beta = program.scalars
     t = target.name
     program.write(target, f"{t}[...] = {alpha} * {a.name} @ ({b} / {k}) + {beta} * {t}")
+
+
+def _library_write(program: Program, target: Handle) -> None:
+    """A write by a NumPy function or method other than a ufunc: fills, ``put``, a mask,
+    an integer-array index with a repeated row (NumPy updates it once), ``clip``,
+    ``cumsum`` and ``sum`` into ``out=``, an in-place ``sort`` and ``matmul(out=)``;
+    their sources may overlap the target."""
+    t, probe = target.name, target.probe
+    kinds = ["fill", "put", "mask", "fancy", "clip", "sort", "cumsum", "sum"]
+    kinds += ["fill_diagonal", "matmul"] if probe.ndim == 2 else []
+    kind = program.draw(st.sampled_from(kinds), label="library")
+    n = probe.shape[0] if probe.ndim else 1
+    same = lambda q: q.shape == probe.shape  # noqa: E731
+    if kind == "fill":
+        line = f"{t}.fill(2.5)"
+    elif kind == "put":
+        line = f"np.put({t}, [0, {probe.size - 1}], [1.0, -2.0])"
+    elif kind == "mask" and probe.ndim:
+        source, _ = _operand(program, probe.shape, "mask source", same)
+        line = f"{t}[{source} > 0.0] = -1.0" if source != "1.5" else f"{t}[{t} > 0.0] = -1.0"
+    elif kind == "fancy" and probe.ndim:
+        line = f"{t}[[0, {n - 1}, 0]] += 1.0"
+    elif kind == "clip":
+        source, _ = _operand(program, probe.shape)
+        line = f"np.clip({source}, -0.5, 0.5, out={t})"
+    elif kind == "sort" and probe.ndim:
+        line = f"{t}.sort(axis=-1)"
+    elif kind == "cumsum" and probe.ndim:
+        source, _ = _operand(program, probe.shape, "cumsum source", same)
+        line = f"np.cumsum({source if source != '1.5' else t}, axis=0, out={t})"
+    elif kind == "sum" and probe.ndim:
+        rows = lambda q: q.ndim == probe.ndim + 1 and q.shape[1:] == probe.shape  # noqa: E731
+        source, _ = _operand(program, probe.shape, "sum source", rows)
+        line = f"np.sum({source}, axis=0, out={t})" if source != "1.5" else f"{t}.fill(-0.25)"
+    elif kind == "fill_diagonal":
+        line = f"np.fill_diagonal({t}, -2.0)"
+    elif kind == "matmul":
+        rows, columns = probe.shape
+        lhs = [h for h in program.handles if h.probe.ndim == 2 and h.probe.shape[0] == rows]
+        a = program.pick(lhs, "lhs")
+        k = a.probe.shape[1]
+        b = f"np.linspace(-1.0, 1.0, {k * columns}).reshape({k}, {columns}) / {max(k, 1)}"
+        line = f"np.matmul({a.name}, {b}, out={t})"
+    else:
+        line = f"{t}.fill(0.5)"
+    program.write(target, line)
 
 
 def _results(program: Program) -> str:
