@@ -27,16 +27,30 @@ class CompileStats:
     # The part of ``backend_s`` spent in LLVM (optimising and emitting machine code); the
     # rest is Numba's typing and lowering. None where the backend does not tell it.
     llvm_s: float | None = None
+    # The program's distinct kernels compiled as units of their own, by outcome:
+    # "compiled", "memory" (compiled or loaded earlier in this process), "disk" (loaded
+    # from the disk cache). None where the backend compiles no kernel on its own.
+    kernels: dict | None = None
+    # The part of ``backend_s`` spent compiling or loading those kernels; the rest, and
+    # ``llvm_s``, is the program that launches them.
+    kernels_s: float = 0.0
 
     def __str__(self) -> str:
         backend = f"backend {_ms(self.backend_s)}"
+        split = ""
         if self.llvm_s is not None and self.cache != "disk hit":
-            numba_s = max(self.backend_s - self.llvm_s, 0.0)
-            backend += f" (Numba {_ms(numba_s)}, LLVM {_ms(self.llvm_s)})"
-        return (
-            f"optimise {_ms(self.optimize_s)}, codegen {_ms(self.codegen_s)}, "
-            f"{backend} ({CACHE_OUTCOMES[self.cache]})"
-        )
+            numba_s = max(self.backend_s - self.kernels_s - self.llvm_s, 0.0)
+            split = f"Numba {_ms(numba_s)}, LLVM {_ms(self.llvm_s)}"
+        outcome = CACHE_OUTCOMES[self.cache]
+        if self.kernels is None:
+            backend += f" ({split}) ({outcome})" if split else f" ({outcome})"
+        else:
+            counts = [self.kernels.get(k, 0) for k in ("compiled", "memory", "disk")]
+            backend += " (kernels {}: {} new, {} from memory, {} from disk; ".format(
+                _ms(self.kernels_s), *counts
+            )
+            backend += f"launcher: {split}{', ' if split else ''}{outcome})"
+        return f"optimise {_ms(self.optimize_s)}, codegen {_ms(self.codegen_s)}, {backend}"
 
 
 def _ms(seconds: float) -> str:
@@ -53,3 +67,7 @@ class Stopwatch:
         now = time.perf_counter()
         elapsed, self._last = now - self._last, now
         return elapsed
+
+    def elapsed(self) -> float:
+        """Seconds since it started or since the last ``lap``, without starting a new lap."""
+        return time.perf_counter() - self._last

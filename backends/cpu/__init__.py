@@ -1,12 +1,16 @@
-"""The ``cpu`` backend: the whole fused program as one ``numba.njit`` function.
+"""The ``cpu`` backend: each fused loop kernel compiled once as a unit of its own, and the
+program as one ``numba.njit`` launcher that calls them.
 
 ``backend.compile(closed_jaxpr, name)`` runs the optimisation passes, writes the program
-as a Python module (``program.py``: a loop nest per kernel, ``np.dot`` for contractions,
-``prange`` for large kernels; a large program as parts that its function calls, and a
-large kernel as several loops, ``parts.py``, so that compile time grows linearly with the
-program), compiles it with Numba, and keeps the result in memory and
-in the disk cache (``cache.py``, under ``config.cache_dir``). The executable shows its
-source, kernels, LLVM IR and assembly::
+(``program.py``: a loop nest per kernel, ``np.dot`` for contractions, ``prange`` for large
+kernels; a large program as parts that its function calls, and a large kernel as several
+loops, ``parts.py``, so that compile time grows linearly with the program). Each
+elementwise or reduction kernel, and the epilogue of a small product, is a module of its
+own keyed by its text, compiled once per distinct kernel as a ``numba.cfunc`` and cached
+in memory and on disk (``units.py``); the launcher, the rest of the program, calls them
+by address and is compiled with Numba and cached in memory and in the disk cache
+(``cache.py``, under ``config.cache_dir``). The executable shows its source (the launcher,
+then its kernels' modules), kernels, LLVM IR and assembly::
 
     >>> import numpy as np, numbax
     >>> compiled = numbax.jit(lambda x: x * 2.0 + 1.0).lower(np.ones(3)).compile()
@@ -57,7 +61,7 @@ class CpuBackend:
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
         then its own kernel), for tests and for debugging the passes. The caller writes
         the last outputs into its arguments ``writes`` (``backends.results``)."""
-        from . import cache, heap, threads
+        from . import cache, heap, threads, units
         from .executable import CpuExecutable
         from .program import write_program
 
@@ -68,12 +72,20 @@ class CpuBackend:
         optimize_s = clock.lap()
         generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
         codegen_s = clock.lap()
-        in_memory = cache.is_loaded(generated.source)
-        function = cache.load(generated.source, generated.function_name, config.cache_dir)
+        addresses, kernels = units.addresses(generated.units, config.cache_dir)
+        kernels_s = clock.elapsed()
+        in_memory = cache.is_loaded(generated.launcher)
+        function = cache.load(generated.launcher, generated.function_name, config.cache_dir)
         outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
         llvm_s = None if in_memory else cache.llvm_seconds(function)
-        stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome, llvm_s)
-        return CpuExecutable(function, fused.consts, generated, fused, log, stats, writes)
+        kernels = kernels if generated.units else None
+        stats = CompileStats(
+            optimize_s, codegen_s, clock.lap(), outcome, llvm_s, kernels, kernels_s
+        )
+        addresses = addresses if generated.units else None
+        return CpuExecutable(
+            function, fused.consts, generated, fused, log, stats, writes, addresses
+        )
 
 
 def _optimize(closed: ClosedJaxpr, name: str):

@@ -41,6 +41,7 @@ class CpuExecutable:
         pass_log=None,
         compile_stats=None,
         writes: tuple[int, ...] = (),
+        addresses=None,
     ):
         self.function = function
         self.program = program
@@ -50,7 +51,11 @@ class CpuExecutable:
         self._dtypes = [v.aval.dtype for v in jaxpr.jaxpr.invars]
         constvars = jaxpr.jaxpr.constvars
         consts = [_matching(c, v.aval.dtype) for c, v in zip(consts, constvars, strict=True)]
-        self._call = functools.partial(function, *consts) if consts else function
+        # A launcher of kernels takes their addresses first (``units``).
+        leading = [] if addresses is None else [addresses]
+        self._call = (
+            functools.partial(function, *leading, *consts) if consts or leading else function
+        )
         if program.parallel or program.calls_blas:
             self._call = on_chosen_threads(self._call, program.calls_blas)
         if program.pooled:
@@ -89,8 +94,12 @@ class CpuExecutable:
         return self.program.kernels
 
     def llvm_ir(self) -> str:
-        """Numba's optimised LLVM IR of the program function."""
-        return "\n".join(self._inspectable.inspect_llvm().values())
+        """Numba's optimised LLVM IR of the program function, then of each kernel it
+        calls by address (``units``)."""
+        from .units import llvm_ir
+
+        kernels = [llvm_ir(unit) for unit in self.program.units]
+        return "\n".join([*self._inspectable.inspect_llvm().values(), *kernels])
 
     def asm(self) -> str:
         """The machine code of the program function."""

@@ -1,12 +1,16 @@
-"""The whole program as one Python module: a ``numba.njit`` function, one loop nest per kernel.
+"""The program as a launcher module (a ``numba.njit`` function) and its kernels as units.
 
 ``write_program`` takes a jaxpr whose eqns are ``kernel`` eqns (from fusion), plain
 primitives (each then a kernel of its natural kind), calls or control flow with such
-bodies, and
-returns the module's source: imports, typed constants, the Numba signature, and the
-function, named after the user's function, whose arguments are the program's constants
-and inputs and which returns the tuple of outputs. Every statement carries a comment
-naming the equation it came from; the module docstring holds the program itself.
+bodies, and returns the launcher module's source: imports, typed constants, the Numba
+signature, and the function, named after the user's function, whose arguments are the
+addresses of the kernels it calls (when it calls any), the program's constants and inputs
+and which returns the tuple of outputs. An elementwise or reduction kernel, and the
+epilogue of a small product, is written as a function of its own with local names
+(``units.write_unit``), one module per distinct kernel, which the launcher calls by
+address; the other kernels (contractions, scalar-only kernels, opaque ops) are loop nests
+and calls inline in the launcher. Every statement carries a comment naming the equation
+it came from; the module docstring holds the program itself.
 
 Intermediates live in the buffers of the memory plan (``passes.plan_memory``): a buffer
 is a flat array allocated where it is first needed and viewed with each value's shape.
@@ -71,11 +75,15 @@ IMPORTS = {
     **linalg.IMPORTS,
     **sorting.IMPORTS,
     **fft.IMPORTS,
+    "numbax.backends.cpu.launch": (
+        "nbx_launch",
+        "from numbax.backends.cpu import launch as nbx_launch",
+    ),
 }
 _RESERVED = (
     set(keyword.kwlist)
     | set(dir(builtins))
-    | {"np", "nt", "njit", "prange", "SIGNATURE"}
+    | {"np", "nt", "njit", "prange", "carray", "SIGNATURE", "PARALLEL"}
     | {alias for alias, _ in IMPORTS.values()}
 )
 # A run of an odd number of underscores: no name Numba makes for a variable has one.
@@ -83,6 +91,8 @@ _ODD_UNDERSCORES = re.compile(r"(?<!_)_(__)*(?!_)")
 # Outputs this large are written into arrays the executable keeps (``pooled_outputs``):
 # glibc maps a new block for every allocation from 32 MiB (``heap``).
 POOLED_FROM_BYTES = heap.MMAP_THRESHOLD_BYTES
+# The launcher's argument holding its kernels' addresses (``units``).
+ADDRESSES = "kernel_addresses"
 # Ops whose result is a view of their operand: the operand must not share a buffer.
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 
@@ -93,6 +103,11 @@ class GeneratedProgram:
     source: str
     parallel: bool
     kernels: list[Kernel] = field(default_factory=list)
+    # The loop kernels as units of compilation (``units``), called by address from the
+    # program function, which then takes their addresses as its first argument.
+    units: list = field(default_factory=list)
+    # The module to compile: the launcher; ``source`` shows it with its kernels' modules.
+    launcher: str = ""
     parts: int = 0  # njit functions the program function calls (``parts.functions``)
     # The outputs (indices into the jaxpr's outvars) written into arrays the caller passes
     # after the program's arguments, in order (``pooled_outputs``).
@@ -161,6 +176,9 @@ class _ProgramWriter:
         # that argument; those the program writes so, in order.
         self.poolable = {v: self.fresh("pooled") for v in pooled_outputs(jaxpr, self.buffer_of)}
         self.pooled: list[Var] = []
+        # The distinct kernels written as units (``units.Unit``) and their index by key.
+        self.units: list = []
+        self.unit_index: dict[str, int] = {}
 
     # --- the context kernels write with ------------------------------------------------------
 
@@ -334,11 +352,25 @@ class _ProgramWriter:
         spans = parts.write_spans(self, jaxpr, Liveness(jaxpr))
         fn = function_name(self.name_text)
         arguments += [self.poolable[v] for v in self.pooled]
+        if self.units:
+            arguments.insert(0, ADDRESSES)
         functions = parts.functions(self, fn, arguments, spans)
         module = self._module(functions)
         pooled = [jaxpr.outvars.index(v) for v in self.pooled]
+        shown = "".join(
+            f"\n\n# --- kernel {unit.name} (module {unit.module_name}) ---\n{unit.source}"
+            for unit in self.units
+        )
         return GeneratedProgram(
-            fn, module, self.parallel, self.kernels, len(functions) - 1, pooled, self.calls_blas
+            fn,
+            module + shown,
+            self.parallel or any(unit.parallel for unit in self.units),
+            self.kernels,
+            units=self.units,
+            launcher=module,
+            parts=len(functions) - 1,
+            pooled=pooled,
+            calls_blas=self.calls_blas,
         )
 
     def write_results(self) -> None:
@@ -372,13 +404,21 @@ class _ProgramWriter:
         start = len(self.lines)
         was_parallel, buffers, stored = self.parallel, dict(self.buffers), set(self.windows_written)
         arrays, pooled = set(self.arrays), list(self.pooled)
+        unit_count = len(self.units)
         self._name_body(kernel)
         kind = _kind(kernel)
         outputs = ", ".join(f"{self.name(v)}:{v.aval.str_short()}" for v in kernel.outputs)
         heading = f"kernel {len(self.kernels)}: {kind} {kernel.name} -> {outputs}"
+        lines = dict.fromkeys(str(e.source_info) for e in kernel.jaxpr.eqns if e.source_info)
+        if lines:  # a unit's own text names no source line: its call does
+            heading += f"  ({', '.join(lines)})"
         self.emit(f"# {escape.comment(heading)}")
         try:
-            getattr(self, f"_{kind}")(kernel)
+            # A module-level import would be circular: units builds on this writer.
+            from .units import write_unit
+
+            if not write_unit(self, kernel, kind):
+                getattr(self, f"_{kind}")(kernel)
         except Unfusable as reason:
             if len(kernel.jaxpr.eqns) <= 1:
                 raise NotImplementedError(
@@ -387,6 +427,9 @@ class _ProgramWriter:
             del self.lines[start:]
             self.parallel, self.buffers, self.windows_written = was_parallel, buffers, stored
             self.arrays, self.pooled = arrays, pooled
+            for unit in self.units[unit_count:]:
+                del self.unit_index[unit.key]
+            del self.units[unit_count:]
             for part in split_kernel(kernel):
                 self._kernel(part)
             return
@@ -540,6 +583,9 @@ class _ProgramWriter:
         if one_element:
             target = self.name(direct[0]) if direct else self.fresh(self.name(product))
         epilogue = _epilogue(kernel, product)
+        operands = (self._dot_operand(lhs), lhs.aval, self._dot_operand(rhs), rhs.aval)
+        if self._epilogue_unit(epilogue, dot, target, operands, direct):
+            return
         writer, outputs, over_product, in_block = None, None, [], None
         if epilogue.outputs:
             writer = KernelWriter(self, epilogue)
@@ -558,7 +604,6 @@ class _ProgramWriter:
                 reuse = {over_product[0]: target} if over_product else {}
                 outputs = self._output_uses(epilogue, writer, reuse)
                 in_block = functools.partial(self._epilogue_rows, epilogue, writer, outputs, dot)
-        operands = (self._dot_operand(lhs), lhs.aval, self._dot_operand(rhs), rhs.aval)
         lines, in_blocks = write_dot(self, *operands, array, product.aval, dot.params, in_block)
         self.emit(*lines)
         if one_element:
@@ -570,6 +615,52 @@ class _ProgramWriter:
             self._elementwise(epilogue, writer)
         elif outputs is not None and not in_blocks:
             self.emit(*self._elementwise_loops(epilogue, writer, outputs))
+
+    def _epilogue_unit(self, epilogue: Kernel, dot: Eqn, array: str, operands, direct) -> bool:
+        """Write the product, then its epilogue as a unit of its own (``units``) reading the
+        product's array, when the epilogue has outputs that are arrays and the product is
+        small enough to run on one thread (a large one runs its epilogue in its row blocks,
+        ``_epilogue_rows``); False, having written nothing, otherwise."""
+        product = dot.outputs[0]
+        (lhs_contract, _), _ = dot.params["dimension_numbers"]
+        depth = math.prod(dot.inputs[0].aval.shape[d] for d in lhs_contract)
+        small = 2 * product.aval.size * depth < contraction.PARALLEL_FLOPS
+        if product.aval.size == 1 or not small or not epilogue.outputs:
+            return False
+        if all(self._scalar_output(top) for top in epilogue.outputs):
+            return False
+        liveness, index = self.place
+        over_product = [
+            top
+            for top in epilogue.outputs
+            if liveness.overwrite_refusal(index, top, product) is None
+        ]
+        start, calls_blas = len(self.lines), self.calls_blas
+        lines, _ = write_dot(self, *operands, array, product.aval, dot.params, None)
+        self.emit(*lines)
+        self.emit(*(f"{self.name(top)} = {array}" for top in direct[1:]))
+        held = Var(product.aval)  # the product, a value of the launcher named ``array``
+        self.names[held] = array
+        body = epilogue.jaxpr
+        eqns = [eqn for eqn in body.eqns if eqn is not dot]
+        read = {a for eqn in eqns for a in eqn.inputs} | set(body.outvars)
+        pairs = [(v, a) for v, a in zip(body.invars, epilogue.inputs, strict=True) if v in read]
+        invars = [v for v, _ in pairs] + [product]
+        unit = Kernel(
+            "elementwise",
+            Jaxpr([], invars, eqns, body.outvars),
+            [a for _, a in pairs] + [held],
+            epilogue.outputs,
+            epilogue.name,
+        )
+        reuse = {over_product[0]: held} if over_product else {}
+        from .units import write_unit  # circular at module level (``_kernel``)
+
+        if write_unit(self, unit, "elementwise", reuse):
+            return True
+        del self.lines[start:]
+        self.calls_blas = calls_blas
+        return False
 
     def _epilogue_rows(self, epilogue, writer, outputs, dot, low: str, high: str):
         """The lines of a contraction's epilogue over rows ``low`` to ``high`` of its
@@ -627,7 +718,10 @@ class _ProgramWriter:
             *(f"{name} = {source}" for (_, source), name in self.constants.items()),
         ]
         avals = [v.aval for v in self.jaxpr.constvars + self.jaxpr.invars + self.pooled]
-        lines.append(f"SIGNATURE = {tuple_source([numba_type(a) for a in avals])}")
+        signature = [numba_type(a) for a in avals]
+        if self.units:
+            signature.insert(0, 'nt.Array(nt.int64, 1, "C")')
+        lines.append(f"SIGNATURE = {tuple_source(signature)}")
         for function in self.functions:
             lines += ["", "", *function]
         for function in functions:

@@ -423,7 +423,9 @@ def test_generated_source_is_named_and_commented():
 
     executable = numbax.jit(layer).lower(np.ones((2, 3)), np.ones((3, 4))).compile()
     source = executable.source
-    assert "def layer(a, b):" in source
+    # The launcher takes its kernels' addresses first (``units``), then the arguments.
+    assert "def layer(kernel_addresses, a, b):" in source
+    assert "def elementwise_" in source  # the epilogue, a function of its own
     assert "max" in source and "test_cpu.py" in source  # each statement names its eqn
     assert "{ lambda ; a:f64[2,3] b:f64[3,4]." in source  # the program, in the docstring
     assert [k.kind for k in executable.kernels] == ["contraction"]

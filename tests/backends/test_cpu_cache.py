@@ -13,7 +13,7 @@ import pytest
 
 import numbax
 from numbax.backends import cpu
-from numbax.backends.cpu import cache
+from numbax.backends.cpu import cache, units
 from numbax.config import config
 
 
@@ -21,6 +21,7 @@ from numbax.config import config
 def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
     monkeypatch.setattr(cache, "_LOADED", {})
+    monkeypatch.setattr(units, "_COMPILED", {})
     return tmp_path
 
 
@@ -35,6 +36,9 @@ def _forget(executable) -> None:
     module = executable.function.py_func.__module__
     cache._LOADED.clear()
     del sys.modules[module]
+    for unit in executable.program.units:  # and its kernels (``units``)
+        units._COMPILED.pop(unit.key, None)
+        sys.modules.pop(unit.module_name, None)
 
 
 def _numba_files(cache_dir):
@@ -49,13 +53,21 @@ def test_programs_are_cached_in_memory(cache_dir):
 
 def test_disk_cache_holds_the_module_and_numba_object_code(cache_dir):
     executable = _compile(11.0)
+    # One module per program (its launcher) and one per distinct kernel (``units``).
     (module,) = (cache_dir / "cpu").glob("numbax_cpu_cached_*.py")
-    assert module.read_text() == executable.source
+    assert module.read_text() == executable.program.launcher
+    kernels = sorted(p.name for p in (cache_dir / "cpu").glob("numbax_kernel_*.py"))
+    assert kernels == sorted(f"{unit.module_name}.py" for unit in executable.program.units)
+    assert len(kernels) == 1  # the reduction
+    for unit in executable.program.units:
+        assert (cache_dir / "cpu" / f"{unit.module_name}.py").read_text() == unit.source
+        assert unit.source in executable.source  # shown with the launcher
     assert not list((cache_dir / "cpu").glob("*.tmp"))  # written atomically
     assert any(name.endswith(".nbi") for name in _numba_files(cache_dir))
     _forget(executable)
     reloaded = _compile(11.0)
     assert sum(reloaded.function.stats.cache_hits.values()) == 1  # loaded, not compiled
+    assert reloaded.compile_stats.kernels == {"disk": 1}  # the kernel too
     assert "define" in reloaded.llvm_ir()  # compiled again in memory to be shown
     np.testing.assert_allclose(reloaded(np.ones((3, 2)))[0], [36.0, 36.0])
 
@@ -118,7 +130,7 @@ def test_a_damaged_module_file_is_rewritten(cache_dir):
     module.write_text("this is not python")
     _forget(executable)
     rewritten = _compile(14.0)
-    assert module.read_text() == rewritten.source
+    assert module.read_text() == rewritten.program.launcher
     np.testing.assert_allclose(rewritten(np.ones((3, 2)))[0], [45.0, 45.0])
 
 

@@ -364,8 +364,38 @@ def test_the_stencil_in_a_loop_matches_numpy(backend):
 
 
 def cpu_source(fn, *args) -> str:
+    """The program's launcher with each kernel it calls (``units``) written in place of
+    its call, its parameters named as the arguments the launcher passes: the lines the
+    program runs, in the order it runs them."""
     closed = numbax.make_jaxpr(fn)(*args)
-    return cpu_backend.lower(closed, fn.__name__).source
+    program = cpu_backend.lower(closed, fn.__name__)
+    return re.sub(
+        r"^(\s*)(?:(\w+) = )?nbx_launch\.call\(kernel_addresses\[(\d+)\], \S+, \((.*)\)\)  #.*$",
+        lambda call: _kernel_lines(program.units[int(call[3])], call),
+        program.launcher,
+        flags=re.M,
+    )
+
+
+def _kernel_lines(unit, call) -> str:
+    """The lines of ``unit``'s kernel that ``call`` runs, at the call's indentation."""
+    indent, target, arguments = call[1], call[2], call[4].rstrip(",").split(", ")
+    header = re.search(rf"^def {unit.name}\((.*)\):$", unit.source, flags=re.M)
+    parameters = [p.removesuffix("_data") for p in header[1].split(", ")]
+    renamed = dict(zip(parameters, arguments, strict=True))
+    loops = f"def {unit.name}_loops("
+    start = unit.source.index(loops) if loops in unit.source else header.start()
+    lines = []
+    for line in unit.source[start:].splitlines()[1:]:
+        if line.strip() and not line.startswith("    "):
+            break  # the function's end
+        if not line.strip() or "carray(" in line:
+            continue
+        line = re.sub(r"\b\w+\b", lambda word: renamed.get(word[0], word[0]), line[4:])
+        if target and line.startswith("return "):
+            line = line.replace("return ", f"{target} = ", 1)
+        lines.append(indent + line)
+    return "\n".join(lines)
 
 
 def update_lines(source: str) -> list[str]:

@@ -22,7 +22,7 @@ def mixed_program(x, w, m):
     acc = np.zeros(16)
     total = 0.0
     y = np.tanh(x @ w)
-    for i in range(8):
+    for i in range(12):
         row = np.maximum(y[i % 8], 0.1) * 0.5 + m
         acc = acc + row * w[i % 16]
         total = total + row.sum()
@@ -57,7 +57,8 @@ def test_a_program_cut_into_parts_gives_the_interpreters_values(small_units):
     executable = cpu.backend.compile(closed, "mixed_program")
     program = executable.program
     assert program.parts >= 3
-    assert program.source.count("@njit") == program.parts + 1
+    # The launcher's functions (its kernels are units of their own, ``units``).
+    assert program.launcher.count("@njit") == program.parts + 1
     # The chains were split into loops of at most the bound.
     assert all(parts.body_weight(k.jaxpr) <= parts.KERNEL_WEIGHT for k in program.kernels)
     got = executable(*args)
@@ -98,7 +99,7 @@ def test_a_program_in_parts_loads_from_the_disk_cache(small_units, tmp_path, mon
     monkeypatch.setattr(parts, "PART_LINES", 20)
 
     def chain(x):
-        for _ in range(16):
+        for _ in range(48):  # enough kernel calls for a launcher in parts
             x = x * 0.5 + 0.25
         return x, x.sum()
 
@@ -145,9 +146,11 @@ def _lowered(shape: str, ops: int):
     return cpu.backend.lower(closed, f"{shape}_{ops}")
 
 
-def _function_sizes(source: str) -> list[int]:
-    """The number of lines of each njit function of a generated module."""
-    functions = source.split("@njit(")[1:]
+def _function_sizes(program) -> list[int]:
+    """The number of lines of each njit function of a generated launcher, then of each
+    kernel it calls (``units``)."""
+    functions = program.launcher.split("@njit(")[1:]
+    functions += [unit.source for unit in program.units]
     return [sum(line.startswith("    ") for line in f.split("\n")) for f in functions]
 
 
@@ -157,11 +160,11 @@ def test_generated_code_grows_linearly_in_bounded_units(shape, monkeypatch):
     monkeypatch.setattr(parts, "KERNEL_WEIGHT", 40)
     sizes = (300, 600, 1200)
     programs = [_lowered(shape, ops) for ops in sizes]
-    lines = [sum(_function_sizes(p.source)) for p in programs]
+    lines = [sum(_function_sizes(p)) for p in programs]
     counts = [p.parts for p in programs]
     for program in programs:
         # No njit function and no loop past its bound, however large the program.
-        assert max(_function_sizes(program.source)) <= parts.PART_LINES + 1
+        assert max(_function_sizes(program)) <= parts.PART_LINES + 1
         assert max(parts.body_weight(k.jaxpr) for k in program.kernels) <= parts.KERNEL_WEIGHT
     for before, after in zip(lines, lines[1:], strict=False):
         assert 1.8 <= after / before <= 2.2  # twice the ops: twice the code

@@ -1,0 +1,363 @@
+"""Kernels as units of compilation: each loop kernel a function of its own, keyed by what
+it computes, compiled once per process and cached on disk; the program is their launcher.
+
+A loop kernel (elementwise or reduction) is written by the program writer's own kernel
+writers into a ``KernelContext``: a writer whose names start afresh at ``a`` for the
+kernel's parameters (its inputs, the outputs the launcher allocated for it, the window
+an output is stored into) and whose comments carry no source positions. Its text
+therefore depends only on what it computes, dtypes, shapes and layout included, and its
+key is a hash of that text and the compiler's environment (``cache.program_key``: the
+numbax, Numba and Python versions and the helper modules). The launcher (the program
+function, still one ``njit`` function that allocates from the memory plan and runs the
+control flow) calls each kernel by address: ``nbx_launch.call(kernel_addresses[k], ...)``
+passes an array's data pointer and a scalar's value, and the kernel, a ``numba.cfunc``,
+rebuilds its arrays with ``carray`` at their static shapes. The addresses reach the
+launcher as an int64 array argument at call time, so the launcher's machine code holds
+none and is cached on disk like any program. Identical kernels in a program are one
+unit; a kernel this process compiled or loaded before is taken from memory; on disk a
+kernel is a module under ``cache_dir/cpu`` loaded by the one module loader
+(``cache.load_module``) and compiled with Numba's cache, so another process loads it.
+
+Kernels stay inline in the launcher where a call would cost more than it saves or the
+kernel needs what a C function cannot give: a kernel of scalars only (no array to loop
+over), one returning several scalars, contractions (BLAS writes arrays it allocates),
+and opaque ops (views, gathers, callbacks).
+
+Why a call by address and not Numba's own call of an ``njit`` kernel: Numba links every
+callee's library into its caller and ``CodeLibrary.finalize`` runs the module pipeline and
+code generation over the linked whole again, so every program would pay LLVM for every
+kernel it contains, new or not. By address, each distinct kernel's machine code is made
+once and the launcher is glue. A parallel kernel's loops are an ``njit`` function its C
+entry calls: Numba's parallel loops in a ``cfunc`` misread arrays ``carray`` made there.
+
+A damaged kernel entry on disk is recompiled with a warning, as a damaged program entry
+is (``cache._load_compiled``). The compile log counts a program's distinct kernels as
+new, taken from memory and loaded from disk, and times them apart from the launcher.
+
+Measured (``time.process_time``, 2 loaded cores; MLP training step ``jit(value_and_grad)``,
+float32, batch 32, width 128, ``tiered=False``, an empty ``NUMBAX_CACHE_DIR``): one
+``njit`` program 5.2-6.1 s at 4 layers, 8.6-9.6 s at 8 layers after 4 in the same
+process, 0.6 s in a second process with the disk cache; with units, 5.0-5.3 s at 4 layers
+(10 distinct kernels 2.4 s, launcher 2.8 s), then 8 layers in the same process 3.2-3.4 s
+(every kernel from memory: all of it is the launcher, whose twelve-plus ``np.dot`` call
+sites Numba types and LLVM compiles), a second process 0.8 s (each distinct kernel is a
+module to import and an index to read). A launcher calling a kernel 40 times costs 0.14 us
+more per call than one calling it once (3.5 ns a call). Next: products as units too (the
+launcher's BLAS call sites are now most of a cold compile).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...ir import dtypes
+from ...ir.core import Literal, Var
+from ..compile_cache import KeyedLock
+from . import scalar
+from .cache import _compiled_files, load_module, program_key
+from .loopnest import tuple_source
+from .program import ADDRESSES, IMPORTS, _ProgramWriter
+
+# Kernel kinds written as units (the others stay inline, module doc).
+KINDS = ("elementwise", "reduction")
+LAUNCH_MODULE = "numbax.backends.cpu.launch"
+
+# Kernels by outcome, over this process: compiled, taken from memory, loaded from disk.
+COUNTS: Counter = Counter()
+_COMPILED: dict[str, object] = {}  # key -> the compiled ``numba.cfunc``
+_LOCK = threading.Lock()
+_ONE_THREAD = KeyedLock()  # per kernel key: one thread compiles it, the others wait
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One distinct kernel of a program: its key, function and module."""
+
+    key: str
+    name: str
+    source: str
+    parallel: bool
+
+    @property
+    def module_name(self) -> str:
+        return f"numbax_kernel_{self.key}"
+
+
+@dataclass
+class Written:
+    """A kernel written as a unit: what the launcher passes and gets back."""
+
+    unit: Unit
+    parameters: list  # every argument, in order: program atoms
+    allocated: list[Var]  # outputs the launcher allocates before the call
+    returned: list[Var] = field(default_factory=list)  # at most one scalar output
+
+
+class KernelContext(_ProgramWriter):
+    """The program writer's kernel-writing context, for one kernel as a function of its
+    own: names start at ``a``; a program value the kernel reads or writes becomes a
+    parameter when first named; its one-element outputs are returned; what it
+    allocates, the launcher allocates."""
+
+    def __init__(self, program: _ProgramWriter, kernel, reuse: dict):
+        self.program = program
+        self.reuse = reuse  # output -> the input whose array it is stored into
+        self.jaxpr = program.jaxpr
+        self.name_text = program.name_text
+        self.parallel_work = program.parallel_work
+        self.names = {}
+        self.letters = 0
+        self.counts = Counter()
+        self.constants = {}
+        self.modules = set()
+        self.lines = []
+        self.indent = ""
+        self.parallel = False
+        self.kernels = []
+        self.functions = []
+        self.buffer_of, self.buffers, self.flat_buffer = {}, {}, {}
+        self.place = program.place
+        self.windows_written = set(program.windows_written)
+        self.arrays = set(program.arrays)
+        self.mentioned = set()
+        self.poolable, self.pooled = {}, []
+        body = kernel.jaxpr
+        self.body_vars = {v for v in body.invars if isinstance(v, Var)}
+        self.body_vars |= {v for eqn in body.eqns for v in eqn.outputs}
+        self.outputs = set(kernel.outputs)
+        self.parameters: list = []
+        self.allocated: list[Var] = []
+        self.returned: list[Var] = []
+
+    def name(self, var: Var) -> str:
+        if var not in self.names:
+            name = super().name(var)
+            if var in self.body_vars:
+                return name
+            if var in self.outputs and self._returns(var):
+                self.returned.append(var)
+            else:
+                self.parameters.append(var)
+        return self.names[var]
+
+    def _returns(self, top: Var) -> bool:
+        liveness, _ = self.place
+        return self.is_scalar(top) and top not in liveness.window_stores
+
+    def _name_body(self, kernel) -> None:
+        """Body inputs take their parameters' names; the rest are the kernel's locals."""
+        body = kernel.jaxpr
+        for inner, atom in zip(body.invars, kernel.inputs, strict=True):
+            if isinstance(atom, Var):
+                self.names[inner] = self.name(atom)
+        for eqn in body.eqns:
+            for var in eqn.outputs:
+                self.name(var)
+
+    def _output_uses(self, kernel, writer, reuse: dict) -> list[tuple]:
+        reuse = {**reuse, **{top: self.name(held) for top, held in self.reuse.items()}}
+        return super()._output_uses(kernel, writer, reuse)
+
+    def allocate(self, var: Var) -> str:
+        """The launcher allocates ``var`` (``write_call``): here it is a parameter."""
+        self.arrays.add(var)
+        self.allocated.append(var)
+        return self.name(var)
+
+    def comment(self, eqn) -> str:
+        # A kernel's text must not depend on where its eqns came from (its key).
+        return super().comment(eqn.replace(source_info=None))
+
+    # --- the unit ---------------------------------------------------------------------
+
+    def written(self, kind: str) -> Written | None:
+        """The unit this context wrote, or None where the kernel stays inline (module
+        doc): no array to pass, or more than one scalar to return."""
+        arrays = [v for v in self.parameters if not self.is_scalar(v)]
+        if not arrays or len(self.returned) > 1:
+            return None
+        text = self._function("KERNEL")
+        key = program_key(text)
+        name = f"{kind}_{key[:16]}"
+        unit = Unit(key, name, text.replace("KERNEL", name), self.parallel)
+        return Written(unit, list(self.parameters), list(self.allocated), self.returned)
+
+    def _function(self, name: str) -> str:
+        arguments, prologue, signature = [], [], []
+        for var in self.parameters:
+            local = self.names[var]
+            if self.is_scalar(var):
+                arguments.append(local)
+                signature.append(_numba_scalar(var.aval.dtype))
+                continue
+            arguments.append(f"{local}_data")
+            signature.append("nt.voidptr")
+            shape, dtype = var.aval.shape, scalar.dtype_source(var.aval.dtype)
+            prologue.append(f"{local} = carray({local}_data, {tuple_source(shape)}, {dtype})")
+        body, entry = prologue + self.lines, []
+        returned = "nt.void"
+        if self.returned:
+            (var,) = self.returned
+            body.append(f"return {self.names[var]}")
+            returned = _numba_scalar(var.aval.dtype)
+        if self.parallel:
+            # Numba's parallel loops read no array that ``carray`` made in the same
+            # function: the C entry makes the arrays, an njit function runs the loops.
+            locals_ = [self.names[var] for var in self.parameters]
+            call = f"{name}_loops({', '.join(locals_)})"
+            entry = ["", "", f"def {name}_loops({', '.join(locals_)}):"]
+            entry += [
+                "    " + line if line else ""
+                for line in self.lines + body[len(prologue) + len(self.lines) :]
+            ]
+            body = [*prologue, f"return {call}" if self.returned else call]
+        lines = [
+            '"""A numbax cpu kernel (numbax/backends/cpu/units.py)."""',
+            "",
+            "import numpy as np",
+            "from numba import carray, prange",
+            "from numba import types as nt",
+            *sorted(IMPORTS[module][1] for module in self.modules),
+            "",
+            *(f"{local} = {source}" for (_, source), local in self.constants.items()),
+            f"SIGNATURE = {returned}({', '.join(signature)})",
+            f"PARALLEL = {self.parallel}",
+            *entry,
+            "",
+            "",
+            f"def {name}({', '.join(arguments)}):",
+            *("    " + line if line else "" for line in body),
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def _numba_scalar(dtype) -> str:
+    dtype = scalar.storage_dtype(dtype)
+    return "nt.boolean" if dtype == dtypes.bool_ else f"nt.{dtype.name}"
+
+
+def write_unit(program: _ProgramWriter, kernel, kind: str, reuse=None) -> bool:
+    """Write ``kernel`` as a unit and its call into ``program``; False where it stays
+    inline (``KINDS``, ``KernelContext.written``). An ``Unfusable`` body raises.
+    ``reuse`` maps outputs to the inputs whose arrays they are stored into."""
+    if kind not in KINDS:
+        return False
+    reuse = reuse or {}
+    context = KernelContext(program, kernel, reuse)
+    context._name_body(kernel)
+    getattr(context, f"_{kind}")(kernel)
+    written = context.written(kind)
+    if written is None:
+        return False
+    program.windows_written |= context.windows_written
+    write_call(program, written)
+    program.emit(*(f"{program.name(top)} = {program.name(held)}" for top, held in reuse.items()))
+    return True
+
+
+def write_call(program: _ProgramWriter, written: Written) -> None:
+    """The launcher's lines: allocate the outputs, call the kernel by its index."""
+    for var in written.allocated:
+        program.allocate(var)
+    index = program.unit_index.setdefault(written.unit.key, len(program.units))
+    if index == len(program.units):
+        program.units.append(written.unit)
+    program.modules.add(LAUNCH_MODULE)
+    program.mentioned.add(ADDRESSES)
+    arguments = [_argument(program, atom) for atom in written.parameters]
+    returned = "None"
+    if written.returned:
+        returned = "nt." + _numba_scalar(written.returned[0].aval.dtype)[3:]
+    call = f"nbx_launch.call({ADDRESSES}[{index}], {returned}, {tuple_source(arguments)})"
+    call += f"  # {written.unit.name}"
+    if written.returned:
+        call = f"{program.name(written.returned[0])} = {call}"
+    program.emit(call)
+
+
+def _argument(program: _ProgramWriter, atom) -> str:
+    if isinstance(atom, Literal) or program.is_scalar(atom):
+        return program.scalar_of(atom)
+    return program.name(atom)
+
+
+# --- compiling and loading ----------------------------------------------------------------
+
+
+def addresses(units: list[Unit], cache_dir: str | None) -> tuple[np.ndarray, Counter]:
+    """The machine-code address of each unit's kernel, compiled or loaded, and how many
+    were compiled, taken from memory, loaded from disk."""
+    counts: Counter = Counter()
+    found = []
+    for unit in units:
+        function, outcome = _kernel(unit, cache_dir)
+        counts[outcome] += 1
+        found.append(function.address)
+    with _LOCK:
+        COUNTS.update(counts)
+    return np.array(found, dtype=np.int64), counts
+
+
+def _kernel(unit: Unit, cache_dir: str | None):
+    with _ONE_THREAD(unit.key):
+        function = _COMPILED.get(unit.key)
+        if function is not None:
+            return function, "memory"
+        try:
+            function = _compiled(unit, cache_dir)
+        except Exception as err:  # noqa: BLE001 - a damaged cache entry: compile again
+            from numba.core.errors import NumbaError
+
+            folder = Path(cache_dir or ".") / "cpu"
+            damaged = _compiled_files(folder, (unit.module_name,)) if cache_dir else []
+            if not damaged or isinstance(err, NumbaError):
+                raise  # nothing was cached, or Numba refused the kernel: a genuine error
+            warnings.warn(
+                f"numbax: the compile cache entry of kernel {unit.name} could not be "
+                f"loaded ({err!r}); recompiling it.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            for path in damaged:
+                path.unlink(missing_ok=True)
+            sys.modules.pop(unit.module_name, None)
+            function = _compiled(unit, cache_dir)
+        _COMPILED[unit.key] = function
+        return function, "disk" if getattr(function, "_cache_hits", 0) else "compiled"
+
+
+def _compiled(unit: Unit, cache_dir: str | None):
+    """``unit``'s kernel as a ``numba.cfunc``, loaded from or written to the disk cache."""
+    from numba import cfunc
+
+    module = load_module(unit.source, unit.module_name, cache_dir)
+    _compile_loops(module, unit.name)
+    options = {"error_model": "numpy", "cache": cache_dir is not None}
+    return cfunc(module.SIGNATURE, **options)(getattr(module, unit.name))
+
+
+def _compile_loops(module, name: str) -> None:
+    """A parallel kernel's loops as the ``njit`` function its C entry calls."""
+    loops = getattr(module, f"{name}_loops", None)
+    if loops is not None and not hasattr(loops, "py_func"):
+        from numba import njit
+
+        setattr(module, f"{name}_loops", njit(parallel=True, error_model="numpy")(loops))
+
+
+def llvm_ir(unit: Unit) -> str:
+    """The optimised LLVM IR of ``unit``'s kernel, compiled afresh in memory (code loaded
+    from the disk cache keeps no IR)."""
+    from numba import cfunc
+
+    module = load_module(unit.source, unit.module_name, None)
+    _compile_loops(module, unit.name)
+    options = {"error_model": "numpy"}
+    return cfunc(module.SIGNATURE, **options)(getattr(module, unit.name)).inspect_llvm()
