@@ -1,0 +1,165 @@
+"""Kernels as units of compilation (``backends/cpu/units.py``): a kernel is compiled once
+per distinct text, whatever program or process needs it, and keeps its SIMD loops."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import numbax
+from numbax.backends import cpu
+from numbax.backends.cpu import cache, units
+from numbax.config import config
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty disk cache, and a process that has compiled no program and no kernel."""
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(cache, "_LOADED", {})
+    monkeypatch.setattr(units, "_COMPILED", {})
+    return tmp_path
+
+
+def _compile(fn, *args, name: str = "program"):
+    return cpu.backend.compile(numbax.make_jaxpr(fn)(*args), name)
+
+
+def _layers(x, w):
+    """Three identical layers: a product, then its epilogue (a kernel of its own)."""
+    for _ in range(3):
+        x = np.tanh(x @ w + 0.5)
+    return x
+
+
+def _layers_then_a_sum(x, w):
+    return np.exp(_layers(x, w)).sum(axis=1)
+
+
+X, W = np.linspace(-1.0, 1.0, 32).reshape(4, 8), np.linspace(-0.3, 0.3, 64).reshape(8, 8)
+
+
+def test_identical_kernels_in_a_program_compile_once(cache_dir):
+    executable = _compile(_layers, X, W)
+    program = executable.program
+    (unit,) = program.units  # the three epilogues are one kernel
+    assert program.launcher.count("kernel_addresses[0]") == 3  # called three times
+    assert executable.compile_stats.kernels == {"compiled": 1}
+    assert "1 new, 0 from memory, 0 from disk" in str(executable.compile_stats)
+    np.testing.assert_allclose(executable(X, W)[0], _layers(X, W), rtol=1e-12)
+
+
+def test_a_second_program_compiles_only_the_kernels_it_has_not_seen(cache_dir):
+    first = _compile(_layers, X, W, name="first")
+    second = _compile(_layers_then_a_sum, X, W, name="second")
+    (shared,) = first.program.units
+    assert shared in second.program.units  # the first two layers' kernel
+    new = len(second.program.units) - 1  # the last layer's, fused with the sum, and more
+    assert new >= 1
+    assert second.compile_stats.kernels == {"memory": 1, "compiled": new}
+    np.testing.assert_allclose(second(X, W)[0], _layers_then_a_sum(X, W), rtol=1e-12)
+
+
+def test_another_process_loads_the_kernels_from_the_disk_cache(cache_dir):
+    script = textwrap.dedent(
+        """
+        import numpy as np, numbax
+        def layers(x, w):
+            for _ in range(3):
+                x = np.tanh(x @ w + 0.5)
+            return np.exp(x).sum(axis=1)
+        x = np.linspace(-1.0, 1.0, 32).reshape(4, 8)
+        w = np.linspace(-0.3, 0.3, 64).reshape(8, 8)
+        numbax.jit(layers, tiered=False)(x, w)
+        """
+    )
+    env = dict(
+        os.environ, NUMBAX_CACHE_DIR=str(cache_dir), NUMBAX_BACKEND="cpu", NUMBAX_LOG_COMPILES="1"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr
+    first, second = (run.stderr for run in runs)
+    compiled = re.search(r"kernels [\d.]+ ms: (\d+) new, 0 from memory, 0 from disk", first)
+    assert compiled and int(compiled[1]) >= 2, first
+    assert f"0 new, 0 from memory, {compiled[1]} from disk" in second, second
+    assert "launcher: disk cache hit" in second, second
+
+
+def _mlp_step(activations):
+    def loss(params, x, y):
+        h = x
+        for (w, b), activation in zip(params, activations, strict=True):
+            h = activation(h @ w + b)
+        return np.mean((h - y) ** 2)
+
+    return numbax.value_and_grad(loss)
+
+
+def _relu(x):
+    return np.maximum(x, 0.0)
+
+
+def test_editing_one_layers_activation_recompiles_only_the_kernels_that_changed(cache_dir):
+    rng = np.random.default_rng(0)
+    params = [(rng.standard_normal((16, 16)) * 0.3, np.zeros(16)) for _ in range(3)]
+    x, y = rng.standard_normal((8, 16)), rng.standard_normal((8, 16))
+    before = _compile(_mlp_step([np.tanh, np.tanh, np.tanh]), params, x, y, name="step")
+    after = _compile(_mlp_step([np.tanh, _relu, np.tanh]), params, x, y, name="step")
+    old = {unit.key for unit in before.program.units}
+    new = {unit.key for unit in after.program.units}
+    changed, kept = new - old, new & old
+    assert changed and kept
+    # Only the kernels whose text the edit changed compile; the rest come from memory.
+    assert after.compile_stats.kernels == {"compiled": len(changed), "memory": len(kept)}
+    assert f"{len(changed)} new, {len(kept)} from memory" in str(after.compile_stats)
+    assert len(changed) < len(new)
+    want = numbax.jit(_mlp_step([np.tanh, _relu, np.tanh]), backend="interpret")(params, x, y)
+    got = after(*numbax.tree_util.tree_leaves((params, x, y)))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-10)
+
+
+def _tanh_twice(x):
+    return np.tanh(x * 2.0)
+
+
+def test_a_kernels_key_depends_on_what_it_computes_only(cache_dir):
+    x, w = np.ones((16, 16), np.float32), np.ones((16, 16), np.float32)
+
+    def elsewhere(x, w):
+        # The same kernel, written on another line, among other kernels.
+        y = np.tanh(x * 2.0)
+        return np.exp(y @ w).sum()
+
+    alone = cpu.backend.lower(numbax.make_jaxpr(_tanh_twice)(x), "alone")
+    among = cpu.backend.lower(numbax.make_jaxpr(elsewhere)(x, w), "among")
+    (unit,) = alone.units
+    assert unit in among.units and len(among.units) > 1
+    assert "test_kernel_units" not in unit.source  # no source position in its text
+    assert "test_kernel_units" in alone.launcher  # its call says where it came from
+    float64 = cpu.backend.lower(numbax.make_jaxpr(_tanh_twice)(x.astype(np.float64)), "f64")
+    assert float64.units[0].key != unit.key  # a dtype is part of what it computes
+
+
+def test_an_elementwise_kernel_keeps_its_simd_loop(cache_dir, monkeypatch):
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 1 << 40)  # one serial loop
+    x = np.linspace(-1.0, 1.0, 4096, dtype=np.float32)
+    executable = _compile(lambda v: v * 3.0 + np.float32(1.0), x)
+    (unit,) = executable.program.units
+    ir = units.llvm_ir(unit)
+    # The kernel's own function (not its C wrapper) holds a vector loop of floats.
+    own = re.search(rf"^define [^\n]*{unit.name}[^\n]*\{{\n(.*?)^\}}", ir, flags=re.M | re.S)
+    assert own and "@cfunc." not in own.group(0).splitlines()[0]
+    assert re.search(r"<\d+ x float>", own.group(1)), own.group(1)
+    assert re.search(r"^vector\.body\d*:", own.group(1), flags=re.M)
+    np.testing.assert_allclose(executable(x)[0], x * 3.0 + 1.0, rtol=1e-6)
