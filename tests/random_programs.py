@@ -333,12 +333,15 @@ def program(data, n_steps: int, max_outputs: int = 2):
     return run
 
 
-def inputs(data, dtype, edge_shapes: bool = False) -> list[np.ndarray]:
+def inputs(data, dtype, edge_shapes: bool = False, most_elements: int | None = None):
     """One to three arrays of random shapes (with ``edge_shapes``, size-0 and size-1
-    dimensions too), holding NaN, infinities and signed zeros when drawn so."""
+    dimensions too; of at most ``most_elements`` each where given), holding NaN,
+    infinities and signed zeros when drawn so."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     shapes = SHAPES + (EDGE_SHAPES if edge_shapes else []) + (WIDE_SHAPES if WIDE else [])
     shapes += LARGE_SHAPES if LARGE else []
+    if most_elements is not None:
+        shapes = [s for s in shapes if np.prod(s, dtype=np.int64) <= most_elements]
     drawn = data.draw(st.lists(st.sampled_from(shapes), min_size=1, max_size=3), label="shapes")
     specials = data.draw(st.booleans(), label="specials")
     arrays = []

@@ -114,10 +114,17 @@ def _magnitude(array):
     return float(np.max(np.abs(array[np.isfinite(array)]), initial=1.0))
 
 
-def _draw_program(data):
+# The transforms' tests (grad, vmap) take inputs of up to this many elements: their
+# programs hold many values of the inputs' size at once (the derivative's residuals, three
+# examples stacked), too many of 32 MiB for a fuzzing machine's memory.
+TRANSFORMED_MOST_ELEMENTS = 1 << 21
+
+
+def _draw_program(data, most_elements: int | None = None):
     """A recorded program, its inputs, and how it runs again the same way."""
     dtype = np.dtype(data.draw(st.sampled_from([np.float64, np.float32]), label="dtype"))
-    arrays = inputs(data, dtype, edge_shapes=data.draw(st.booleans(), label="edges"))
+    edges = data.draw(st.booleans(), label="edges")
+    arrays = inputs(data, dtype, edge_shapes=edges, most_elements=most_elements)
     choices = Choices(data)
     run = program(choices, data.draw(st.integers(1, 8), label="steps"), max_outputs=3)
 
@@ -213,7 +220,7 @@ def _loss_reading_every_output(replayed, expected, dtype, seed):
 def test_random_program_gradients_equal_the_interpreter(compiled_backend, data):
     """``jit(grad)`` and ``grad(jit)`` on a compiled backend against ``grad`` evaluated
     eagerly by the reference implementations, for a loss reading every output."""
-    replayed, arrays, expected, dtype = _draw_program(data)
+    replayed, arrays, expected, dtype = _draw_program(data, TRANSFORMED_MOST_ELEMENTS)
     loss = _loss_reading_every_output(replayed, expected, dtype, seed=len(arrays))
     argnums = tuple(range(len(arrays)))
     with np.errstate(all="ignore"):
@@ -282,7 +289,7 @@ def _stacked(results):
 @given(data=st.data())
 def test_random_programs_under_vmap_equal_numpy_on_each_example(backend, data):
     """``jit(vmap(program))`` over three examples against NumPy running it on each."""
-    replayed, arrays, _, dtype = _draw_program(data)
+    replayed, arrays, _, dtype = _draw_program(data, TRANSFORMED_MOST_ELEMENTS)
     axes, batched, each = _draw_batch(data, arrays, dtype)
     with np.errstate(all="ignore"):
         expected = _stacked([replayed(*args) for args in each])
@@ -300,7 +307,7 @@ def test_random_programs_under_vmap_equal_numpy_on_each_example(backend, data):
 def test_random_program_per_example_gradients_equal_the_interpreter(compiled_backend, data):
     """``jit(vmap(grad))`` over three examples against ``grad`` evaluated eagerly by the
     reference implementations on each, for a loss reading every output."""
-    replayed, arrays, expected, dtype = _draw_program(data)
+    replayed, arrays, expected, dtype = _draw_program(data, TRANSFORMED_MOST_ELEMENTS)
     axes, batched, each = _draw_batch(data, arrays, dtype)
     loss = _loss_reading_every_output(replayed, expected, dtype, seed=len(arrays))
     gradient = numbax.grad(loss, argnums=tuple(range(len(arrays))))
