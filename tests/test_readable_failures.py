@@ -141,7 +141,7 @@ def test_a_backend_failing_on_a_traced_program_is_a_numbax_error(compiled_backen
     failure, the user's line and the way round it, and chains the backend's error."""
     backend = numbax.backends.get_backend(compiled_backend)
 
-    def fails(closed, name="fn"):
+    def fails(closed, name="fn", **options):
         raise AssertionError("key already in dictionary: 'p_2'")
 
     monkeypatch.setattr(backend, "compile", fails)
