@@ -222,8 +222,11 @@ def test_disk_cache_hit_in_a_second_process(tmp_path):
         (line,) = [line for line in done.stderr.splitlines() if line.startswith("numbax:")]
         return line
 
-    assert "(disk cache miss, compiled)" in run()
-    assert "(disk cache hit)" in run()
+    first, second = run(), run()
+    assert "1 new, 0 from memory, 0 from disk" in first  # the program's one loop kernel
+    assert "launcher: Numba" in first and "disk cache miss, compiled)" in first
+    assert "0 new, 0 from memory, 1 from disk" in second
+    assert "launcher: disk cache hit)" in second
 
 
 # --- retracing -----------------------------------------------------------------------------
