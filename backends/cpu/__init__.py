@@ -2,15 +2,15 @@
 program as one ``numba.njit`` launcher that calls them.
 
 ``backend.compile(closed_jaxpr, name)`` runs the optimisation passes, writes the program
-(``program.py``: a loop nest per kernel, ``np.dot`` for contractions, ``prange`` for large
+(``program.py``: a loop nest per kernel, BLAS for contractions, ``prange`` for large
 kernels; a large program as parts that its function calls, and a large kernel as several
 loops, ``parts.py``, so that compile time grows linearly with the program). Each
-elementwise or reduction kernel, and the epilogue of a small product, is a module of its
-own keyed by its text, compiled once per distinct kernel as a ``numba.cfunc`` and cached
-in memory and on disk (``units.py``); the launcher, the rest of the program, calls them
-by address and is compiled with Numba and cached in memory and in the disk cache
-(``cache.py``, under ``config.cache_dir``). The executable shows its source (the launcher,
-then its kernels' modules), kernels, LLVM IR and assembly::
+elementwise or reduction kernel, each product on one thread and its epilogue, is a
+module of its own keyed by its text, compiled once per distinct kernel as a
+``numba.cfunc`` and cached in memory and on disk (``units.py``); the launcher, the rest
+of the program, calls them by address and is compiled with Numba and cached in memory
+and in the disk cache (``cache.py``, under ``config.cache_dir``). The executable shows
+its source (the launcher, then its kernels' modules), kernels, LLVM IR and assembly::
 
     >>> import numpy as np, numbax
     >>> compiled = numbax.jit(lambda x: x * 2.0 + 1.0).lower(np.ones(3)).compile()

@@ -48,6 +48,7 @@ _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
 # The program's machine code holds theirs (Numba links a callee into its caller's cache).
 _HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py", "linalg.py", "lapack.py", "sorting.py")
 _HELPERS += ("launch.py",)  # how a launcher calls its kernels (``units.py``)
+_HELPERS += ("gemm.py",)  # how a product kernel calls BLAS: inlined in its machine code
 # threefry2x32's helpers and the IR's algorithm they compile (``backends/threefry.py``).
 _HELPERS += ("threefry.py", "../threefry.py", "../../ir/threefry.py")
 MATHLIB_PREFIX = "numbax_cpu_mathlib_"  # see mathlib.py

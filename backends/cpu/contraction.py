@@ -16,11 +16,17 @@ which share the packed operands; where the BLAS is not an OpenBLAS whose threads
 set, it is split into blocks of rows, one call per thread. Either way a fused epilogue
 runs in the blocks of rows of one ``prange``. The thread count is read when the program
 runs (``numba.get_num_threads()``, capped for the call), not written into the source.
+
+A product on one thread is a unit of compilation of its own (``units.write_product``):
+``write_dot`` then writes ``into`` the output array the launcher allocated, one ``gemm``
+call per batch with the transposes and sizes in the text (``into_array``, ``gemm.py``).
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ...ir.core import ShapedArray
 from .loopnest import tuple_source
@@ -31,7 +37,9 @@ PARALLEL_FLOPS = 1 << 23
 MIN_ROWS = 32
 BLAS_MODULE = "numbax.backends.cpu.blas"
 THREADS_MODULE = "numbax.backends.cpu.threads"
+GEMM_MODULE = "numbax.backends.cpu.gemm"
 IMPORTS = {
+    GEMM_MODULE: ("nbx_gemm", "from numbax.backends.cpu import gemm as nbx_gemm"),
     BLAS_MODULE: ("nbx_blas", "from numbax.backends.cpu import blas as nbx_blas"),
     THREADS_MODULE: ("nbx_threads", "from numbax.backends.cpu import threads as nbx_threads"),
 }
@@ -58,10 +66,21 @@ def _operand(name, aval: ShapedArray, batch, free, contract, fresh, lines) -> tu
 
 
 def write_dot(
-    program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_aval, params, in_block=None
+    program,
+    lhs: str,
+    lhs_aval,
+    rhs: str,
+    rhs_aval,
+    out: str,
+    out_aval,
+    params,
+    in_block=None,
+    into: bool = False,
 ):
     """Lines that bind ``out`` to the ``dot_general`` of ``lhs`` and ``rhs``, and whether
-    ``in_block`` wrote into them.
+    ``in_block`` wrote into them. With ``into``, ``out`` is an allocated C-contiguous array
+    the product is written into (a product kernel's output parameter, ``units``): floats
+    on one thread only (``into_array``).
 
     ``in_block(low, high)``, when given, returns the lines that finish rows ``low`` to
     ``high`` of ``out`` (a contraction kernel's epilogue) as (the lines that read no row,
@@ -94,7 +113,11 @@ def write_dot(
             left, left_t, right, right_t, product, dtype, out_aval.dtype, sizes, fresh
         )
         return lines + reshape, False
-    lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
+    if into:
+        lines.append(f"{product} = {out}.reshape({tuple_source((batch, rows, columns))})")
+        reshape = []
+    else:
+        lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
     program.calls_blas = True
     large = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS
     threaded = large and _threaded_blas()  # BLAS splits the product as it sees fit
@@ -105,6 +128,13 @@ def write_dot(
         left, left_t = rows_first, False
     b, indent = _batch_loop(batch, fresh, lines)
     right_b = _matrix(right, right_t, b)
+    assert not (into and parallel), "a product written into an array runs on one thread"
+    if into:  # BLAS itself, its flags and sizes in the kernel's text (``gemm.py``)
+        gemm = program.function(GEMM_MODULE, "gemm")
+        matrices = f"{left}[{b}], {right}[{b}], {product}[{b}]"
+        flags = f"{int(left_t)}, {int(right_t)}, {rows}, {columns}, {depth}"
+        lines.append(f"{indent}{gemm}({matrices}, {flags})")
+        return lines, False
     if not parallel:
         lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
         return lines + reshape, False
@@ -130,6 +160,33 @@ def write_dot(
         lines.append(f"{indent}for {block} in prange({blocks}):")
         lines += [f"{indent}    {line}" for line in body + (finish or [])]
     return lines + reshape, finish is not None
+
+
+def into_array(lhs_aval, rhs_aval, out_aval, params) -> bool:
+    """Whether ``write_dot`` can write this product ``into`` an array: one BLAS call per
+    batch on one thread (below ``PARALLEL_FLOPS``), of floats BLAS multiplies, into an
+    array of more than one element, from operands whose axes need no copy (a kernel
+    allocates nothing)."""
+    if not out_aval.shape:
+        return False
+    kinds = {aval.dtype for aval in (lhs_aval, rhs_aval, out_aval)}
+    if kinds not in ({np.dtype(np.float32)}, {np.dtype(np.float64)}):
+        return False
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+    depth = math.prod(lhs_aval.shape[d] for d in lhs_contract)
+    if out_aval.size < 2 or depth < 1 or 2 * out_aval.size * depth >= PARALLEL_FLOPS:
+        return False
+    lhs_free = [d for d in range(len(lhs_aval.shape)) if d not in lhs_contract + lhs_batch]
+    rhs_free = [d for d in range(len(rhs_aval.shape)) if d not in rhs_contract + rhs_batch]
+    orders = (
+        (lhs_aval, list(lhs_batch), lhs_free, list(lhs_contract)),
+        (rhs_aval, list(rhs_batch), list(rhs_contract), rhs_free),
+    )
+    for aval, batch, free, contract in orders:
+        order = list(range(len(aval.shape)))
+        if order not in (batch + free + contract, batch + contract + free):
+            return False
+    return True
 
 
 def _threaded_blas() -> bool:

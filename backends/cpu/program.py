@@ -5,11 +5,12 @@ primitives (each then a kernel of its natural kind), calls or control flow with 
 bodies, and returns the launcher module's source: imports, typed constants, the Numba
 signature, and the function, named after the user's function, whose arguments are the
 addresses of the kernels it calls (when it calls any), the program's constants and inputs
-and which returns the tuple of outputs. An elementwise or reduction kernel, and the
-epilogue of a small product, is written as a function of its own with local names
-(``units.write_unit``), one module per distinct kernel, which the launcher calls by
-address; the other kernels (contractions, scalar-only kernels, opaque ops) are loop nests
-and calls inline in the launcher. Every statement carries a comment naming the equation
+and which returns the tuple of outputs. An elementwise or reduction kernel, a small
+product (``units.write_product``, into an array the launcher allocates) and its epilogue,
+is written as a function of its own with local names (``units.write_unit``), one module
+per distinct kernel, which the launcher calls by address; the other kernels (large or
+integer products, scalar-only kernels, opaque ops) are loop nests and calls inline in
+the launcher. Every statement carries a comment naming the equation
 it came from; the module docstring holds the program itself.
 
 Intermediates live in the buffers of the memory plan (``passes.plan_memory``): a buffer
@@ -583,8 +584,11 @@ class _ProgramWriter:
         if one_element:
             target = self.name(direct[0]) if direct else self.fresh(self.name(product))
         epilogue = _epilogue(kernel, product)
+        if not epilogue.outputs and self._product_unit(dot, lhs, rhs, array, direct):
+            self.emit(*(f"{self.name(top)} = {array}" for top in direct[1:]))
+            return
         operands = (self._dot_operand(lhs), lhs.aval, self._dot_operand(rhs), rhs.aval)
-        if self._epilogue_unit(epilogue, dot, target, operands, direct):
+        if self._epilogue_unit(epilogue, dot, target, operands, direct, (lhs, rhs)):
             return
         writer, outputs, over_product, in_block = None, None, [], None
         if epilogue.outputs:
@@ -616,11 +620,29 @@ class _ProgramWriter:
         elif outputs is not None and not in_blocks:
             self.emit(*self._elementwise_loops(epilogue, writer, outputs))
 
-    def _epilogue_unit(self, epilogue: Kernel, dot: Eqn, array: str, operands, direct) -> bool:
-        """Write the product, then its epilogue as a unit of its own (``units``) reading the
-        product's array, when the epilogue has outputs that are arrays and the product is
-        small enough to run on one thread (a large one runs its epilogue in its row blocks,
-        ``_epilogue_rows``); False, having written nothing, otherwise."""
+    def _product_unit(self, dot: Eqn, lhs, rhs, array: str, direct) -> bool:
+        """Write the product as a unit (``units.write_product``) into the array named
+        ``array`` (the kernel's first direct output, or a new array), allocated here from
+        the memory plan; False, having written nothing, where it stays inline."""
+        from .units import write_product  # circular at module level (``_kernel``)
+
+        if not (isinstance(lhs, Var) and isinstance(rhs, Var)):
+            return False  # a literal factor: a scalar, not an array to pass
+        product = dot.outputs[0]
+        out = direct[0] if direct and self.names.get(direct[0]) == array else None
+        if out is None:
+            out = Var(product.aval)
+            self.names[out] = array
+        return write_product(self, dot, lhs, rhs, out)
+
+    def _epilogue_unit(
+        self, epilogue: Kernel, dot: Eqn, array: str, operands, direct, atoms
+    ) -> bool:
+        """Write the product (a unit of its own where it can be, ``_product_unit``), then
+        its epilogue as a unit of its own (``units``) reading the product's array, when
+        the epilogue has outputs that are arrays and the product is small enough to run on
+        one thread (a large one runs its epilogue in its row blocks, ``_epilogue_rows``);
+        False, having written nothing, otherwise."""
         product = dot.outputs[0]
         (lhs_contract, _), _ = dot.params["dimension_numbers"]
         depth = math.prod(dot.inputs[0].aval.shape[d] for d in lhs_contract)
@@ -636,8 +658,11 @@ class _ProgramWriter:
             if liveness.overwrite_refusal(index, top, product) is None
         ]
         start, calls_blas = len(self.lines), self.calls_blas
-        lines, _ = write_dot(self, *operands, array, product.aval, dot.params, None)
-        self.emit(*lines)
+        arrays, pooled, buffers = set(self.arrays), list(self.pooled), dict(self.buffers)
+        unit_count = len(self.units)
+        if not self._product_unit(dot, *atoms, array, direct):
+            lines, _ = write_dot(self, *operands, array, product.aval, dot.params, None)
+            self.emit(*lines)
         self.emit(*(f"{self.name(top)} = {array}" for top in direct[1:]))
         held = Var(product.aval)  # the product, a value of the launcher named ``array``
         self.names[held] = array
@@ -660,6 +685,10 @@ class _ProgramWriter:
             return True
         del self.lines[start:]
         self.calls_blas = calls_blas
+        self.arrays, self.pooled, self.buffers = arrays, pooled, buffers
+        for unit in self.units[unit_count:]:
+            del self.unit_index[unit.key]
+        del self.units[unit_count:]
         return False
 
     def _epilogue_rows(self, epilogue, writer, outputs, dot, low: str, high: str):
