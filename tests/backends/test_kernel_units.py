@@ -50,21 +50,26 @@ X, W = np.linspace(-1.0, 1.0, 32).reshape(4, 8), np.linspace(-0.3, 0.3, 64).resh
 def test_identical_kernels_in_a_program_compile_once(cache_dir):
     executable = _compile(_layers, X, W)
     program = executable.program
-    (unit,) = program.units  # the three epilogues are one kernel
-    assert program.launcher.count("kernel_addresses[0]") == 3  # called three times
-    assert executable.compile_stats.kernels == {"compiled": 1}
-    assert "1 new, 0 from memory, 0 from disk" in str(executable.compile_stats)
+    # The three products are one kernel, the three epilogues another.
+    product, epilogue = program.units
+    assert product.name.startswith("product_") and epilogue.name.startswith("elementwise_")
+    assert program.launcher.count("kernel_addresses[0]") == 3  # each called three times
+    assert program.launcher.count("kernel_addresses[1]") == 3
+    assert "np.dot" not in program.launcher  # the launcher calls no BLAS itself
+    assert program.calls_blas  # but the program does: BLAS on the call's chosen threads
+    assert executable.compile_stats.kernels == {"compiled": 2}
+    assert "2 new, 0 from memory, 0 from disk" in str(executable.compile_stats)
     np.testing.assert_allclose(executable(X, W)[0], _layers(X, W), rtol=1e-12)
 
 
 def test_a_second_program_compiles_only_the_kernels_it_has_not_seen(cache_dir):
     first = _compile(_layers, X, W, name="first")
     second = _compile(_layers_then_a_sum, X, W, name="second")
-    (shared,) = first.program.units
-    assert shared in second.program.units  # the first two layers' kernel
-    new = len(second.program.units) - 1  # the last layer's, fused with the sum, and more
+    shared = first.program.units  # the product's kernel and the epilogue's
+    assert set(shared) <= set(second.program.units)  # the first two layers' kernels
+    new = len(second.program.units) - 2  # the last layer's, fused with the sum, and more
     assert new >= 1
-    assert second.compile_stats.kernels == {"memory": 1, "compiled": new}
+    assert second.compile_stats.kernels == {"memory": 2, "compiled": new}
     np.testing.assert_allclose(second(X, W)[0], _layers_then_a_sum(X, W), rtol=1e-12)
 
 
@@ -163,3 +168,82 @@ def test_an_elementwise_kernel_keeps_its_simd_loop(cache_dir, monkeypatch):
     assert re.search(r"<\d+ x float>", own.group(1)), own.group(1)
     assert re.search(r"^vector\.body\d*:", own.group(1), flags=re.M)
     np.testing.assert_allclose(executable(x)[0], x * 3.0 + 1.0, rtol=1e-6)
+
+
+# --- products as units ------------------------------------------------------------------
+
+
+def _product_units(program) -> list:
+    return [unit for unit in program.units if unit.name.startswith("product_")]
+
+
+def test_a_product_with_its_epilogue_is_a_unit(cache_dir):
+    rng = np.random.default_rng(1)
+    x, w, b = rng.standard_normal((6, 5)), rng.standard_normal((5, 7)), rng.standard_normal(7)
+
+    def layer(x, w, b):
+        return np.tanh(x @ w + b)
+
+    executable = _compile(layer, x, w, b)
+    program = executable.program
+    (product,) = _product_units(program)
+    assert "nbx_gemm.gemm(" in product.source and "test_kernel_units" not in product.source
+    assert len(program.units) == 2  # the product, then its epilogue
+    assert "np.dot" not in program.launcher and program.calls_blas
+    np.testing.assert_allclose(executable(x, w, b)[0], layer(x, w, b), rtol=1e-12)
+
+
+def test_two_identical_products_compile_once(cache_dir):
+    rng = np.random.default_rng(2)
+    x, y, w = (rng.standard_normal((8, 8)) for _ in range(3))
+
+    def twice(x, y, w):
+        return (x @ w) * 2.0, np.exp(y @ w)
+
+    executable = _compile(twice, x, y, w)
+    (product,) = _product_units(executable.program)
+    assert executable.program.launcher.count(f"# {product.name}") == 2
+    assert executable.compile_stats.kernels == {"compiled": len(executable.program.units)}
+    again = _compile(lambda a, c: a @ c, x, w, name="again")
+    (same,) = _product_units(again.program)
+    assert same.key == product.key and again.compile_stats.kernels == {"memory": 1}
+    got = executable(x, y, w)
+    for value, want in zip(got, twice(x, y, w), strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-12)
+
+
+def _swap(a):
+    return np.swapaxes(a, -1, -2)
+
+
+RNG = np.random.default_rng(3)
+A, B, C = RNG.standard_normal((6, 5)), RNG.standard_normal((6, 4)), RNG.standard_normal((4, 5))
+BATCHED, OTHER = RNG.standard_normal((3, 6, 5)), RNG.standard_normal((3, 5, 4))
+PRODUCTS = {
+    "x.T @ y": (lambda x, y: x.T @ y, (A, B)),
+    "x @ y.T": (lambda x, y: x @ y.T, (A, C)),
+    "x.T @ y.T": (lambda x, y: x.T @ y.T, (A, RNG.standard_normal((4, 6)))),
+    "batched": (lambda x, y: x @ y, (BATCHED, OTHER)),
+    "batched, transposed": (
+        lambda x, y: _swap(x) @ _swap(y),
+        (BATCHED, RNG.standard_normal((3, 4, 6))),
+    ),
+    "slices": (lambda x, y: x[1:4, ::2] @ y[:3, 1:4].T, (A, C)),
+    "rows of a view": (lambda x, y: x[2:5] @ y, (A, RNG.standard_normal((5, 3)))),
+    "vector": (lambda x, y: x @ y, (A, RNG.standard_normal(5))),
+    "float32 with epilogue": (
+        lambda x, y: np.maximum(x.T @ y, 0.0),
+        (A.astype(np.float32), B.astype(np.float32)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PRODUCTS))
+def test_products_of_transposes_batches_and_views_give_numpys_answers(cache_dir, case):
+    fn, args = PRODUCTS[case]
+    executable = _compile(fn, *args)
+    assert _product_units(executable.program), executable.program.launcher
+    assert "np.dot" not in executable.program.launcher
+    want = fn(*args)
+    rtol = 1e-5 if want.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(executable(*args)[0], want, rtol=rtol, atol=rtol)
