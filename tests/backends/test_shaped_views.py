@@ -34,19 +34,22 @@ def test_shaped_views_vectorise_and_store(monkeypatch, parallel):
     for got, want in zip(jitted(x, y), _program(x, y), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
     executable = jitted.lower(x, y).compile()
-    assert "shaped_view(" in executable.source
-    if not parallel:  # the worker functions of prange loops are not in this module's IR
-        loops = executable.source.count("for i0 in range(")
-        vectorised = _vector_loops(executable.llvm_ir(), executable.program.function_name)
-        assert vectorised >= loops, executable.source
+    units = executable.program.units  # each kernel a function of its own
+    assert units and all("shaped_view(" in unit.source for unit in units)
+    if not parallel:  # the worker functions of prange loops are not in a kernel's own IR
+        llvm_ir = executable.llvm_ir()
+        for unit in units:
+            loops = unit.source.count("for i0 in range(")
+            assert loops and _vector_loops(llvm_ir, unit.name) >= loops, unit.source
 
 
 def _vector_loops(llvm_ir: str, function_name: str) -> int:
-    """The vectorised loop bodies in the program function's own IR (not its callees')."""
+    """The vectorised loop bodies in a kernel function's own IR (not its callees', not
+    its CPython or C wrapper's)."""
     count, inside = 0, False
     for line in llvm_ir.splitlines():
         if line.startswith("define"):
-            inside = "numbax_cpu_program" in line and function_name in line
+            inside = function_name in line and "cpython" not in line and "@cfunc." not in line
         elif inside and re.match(r"vector\.body\d*:", line):
             count += 1
     return count
