@@ -272,13 +272,17 @@ def _import_cpu_module(closed: ClosedJaxpr, name: str) -> None:
     escaped a comment or a docstring runs here."""
     fused, _ = passes.optimize(closed, name=name)
     generated = write_program(fused.jaxpr, name, 1 << 20, passes.plan_memory(fused))
-    tree = ast.parse(generated.source)
-    kinds = [type(node).__name__ for node in tree.body]
-    assert kinds.count("FunctionDef") == 1, kinds
-    assert set(kinds) <= {"Expr", "Import", "ImportFrom", "Assign", "FunctionDef"}, kinds
-    assert isinstance(tree.body[0], ast.Expr) and kinds.count("Expr") == 1, kinds
-    module_name = f"numbax_fuzz_{cache.program_key(generated.source)}"
-    cache.load_module(generated.source, module_name, None)
+    # The launcher and each kernel's own module, imported under names of the test's own
+    # (the compile below must not find them in sys.modules, loaded without a file).
+    for source in [generated.launcher, *(unit.source for unit in generated.units)]:
+        tree = ast.parse(source)
+        kinds = [type(node).__name__ for node in tree.body]
+        functions = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+        assert len(functions) == 1 or source is not generated.launcher, kinds
+        assert functions and all(f.startswith(functions[-1]) for f in functions), functions
+        assert set(kinds) <= {"Expr", "Import", "ImportFrom", "Assign", "FunctionDef"}, kinds
+        assert isinstance(tree.body[0], ast.Expr) and kinds.count("Expr") == 1, kinds
+        cache.load_module(source, f"numbax_fuzz_{cache.program_key(source)}", None)
 
 
 def _assert_matches_interpreter(closed: ClosedJaxpr, name: str, rng) -> None:
