@@ -40,8 +40,9 @@ WIDE = os.environ.get("NUMBAX_FUZZ_WIDE", "") == "1"
 LARGE_SHAPES = [(300, 300), (200, 210), (1, 210), (100_000,), (3, 90, 300), (1100, 1000)]
 LARGE_SHAPES += [((32 << 20) // 8 + 7,)]  # 32 MiB in float64, and twice it after a concat
 LARGE = os.environ.get("NUMBAX_FUZZ_LARGE", "") == "1"
-# A product with a weight matrix as wide as its operand's rows (``_shared_product``) and
-# one line at a time (``_library``'s convolve) only up to this many columns and lines.
+# A product with a weight matrix as wide as its operand's rows (``_shared_product``), a
+# Gram matrix (``_matmul``: n x n for n columns) and one line at a time (``_library``'s
+# convolve) only up to this many columns and lines.
 WIDEST_WEIGHTS, MOST_LINES = 512, 16
 SCALARS = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0]
 SPECIALS = [0.0, -0.0, np.nan, np.inf, -np.inf]
@@ -183,7 +184,7 @@ def _matmul(data, values):
     if x.ndim == 1:
         return x @ x
     op = data.draw(st.sampled_from(["weights", "gram"]))
-    if op == "gram" and x.ndim == 2:
+    if op == "gram" and x.ndim == 2 and x.shape[1] <= WIDEST_WEIGHTS:  # (n, n): bounded
         return x.T @ x
     return x @ _weights(x).astype(x.dtype)
 
