@@ -123,28 +123,38 @@ def load_module(source: str, module_name: str, cache_dir: str | None) -> types.M
 def _load_compiled(source: str, module_name: str, function_name: str, cache_dir: Path):
     path = _written(module_name, source, cache_dir / "cpu")
     # Compiling the program loads the math functions it calls from the cache too.
-    compiled = _compiled_files(path.parent, (module_name, MATHLIB_PREFIX))
-    try:
+    cached = _compiled_files(path.parent, (module_name, MATHLIB_PREFIX))
+
+    def build():
         function = getattr(_import(module_name, path), function_name)
         _compile(function, function.py_func.__globals__["SIGNATURE"], cached=True)
         return function
+
+    return built_again_if_damaged(build, cached, module_name, path.name)
+
+
+def built_again_if_damaged(build, cached: list[Path], module_name: str, entry: str):
+    """``build()``; where it fails on what the disk cache held (``cached``: the entry's
+    compiled files, found before the attempt), a warning, the entry deleted and a second
+    ``build()``. A failure with nothing cached, or Numba refusing the code, is a genuine
+    error and raised."""
+    try:
+        return build()
     except Exception as err:  # noqa: BLE001 - any damage to the cache entry: compile again
         from numba.core.errors import NumbaError
 
-        if not compiled or isinstance(err, NumbaError):
-            raise  # nothing was cached, or Numba refused the program: a genuine error
+        if not cached or isinstance(err, NumbaError):
+            raise
         warnings.warn(
-            f"numbax: the compile cache entry {path.name} could not be loaded ({err!r}); "
+            f"numbax: the compile cache entry {entry} could not be loaded ({err!r}); "
             "recompiling it.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-        for cached in compiled:
-            cached.unlink(missing_ok=True)
+        for path in cached:
+            path.unlink(missing_ok=True)
         sys.modules.pop(module_name, None)
-        function = getattr(_import(module_name, path), function_name)
-        _compile(function, function.py_func.__globals__["SIGNATURE"], cached=True)
-        return function
+        return build()
 
 
 def _compile(dispatcher, signature, cached: bool) -> None:

@@ -67,9 +67,7 @@ layers 378-390 us, before 381-397 us): one BLAS call per batch.
 
 from __future__ import annotations
 
-import sys
 import threading
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +79,7 @@ from ...ir import dtypes
 from ...ir.core import Literal, Var
 from ..compile_cache import KeyedLock
 from . import scalar
-from .cache import _compiled_files, load_module, program_key
+from .cache import _compiled_files, built_again_if_damaged, load_module, program_key
 from .loopnest import tuple_source
 from .program import ADDRESSES, IMPORTS, _ProgramWriter
 
@@ -359,25 +357,11 @@ def _kernel(unit: Unit, cache_dir: str | None):
         function = _COMPILED.get(unit.key)
         if function is not None:
             return function, "memory"
-        try:
-            function = _compiled(unit, cache_dir)
-        except Exception as err:  # noqa: BLE001 - a damaged cache entry: compile again
-            from numba.core.errors import NumbaError
-
-            folder = Path(cache_dir or ".") / "cpu"
-            damaged = _compiled_files(folder, (unit.module_name,)) if cache_dir else []
-            if not damaged or isinstance(err, NumbaError):
-                raise  # nothing was cached, or Numba refused the kernel: a genuine error
-            warnings.warn(
-                f"numbax: the compile cache entry of kernel {unit.name} could not be "
-                f"loaded ({err!r}); recompiling it.",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-            for path in damaged:
-                path.unlink(missing_ok=True)
-            sys.modules.pop(unit.module_name, None)
-            function = _compiled(unit, cache_dir)
+        folder = Path(cache_dir) / "cpu" if cache_dir else None
+        cached = _compiled_files(folder, (unit.module_name,)) if folder else []
+        function = built_again_if_damaged(
+            lambda: _compiled(unit, cache_dir), cached, unit.module_name, f"of kernel {unit.name}"
+        )
         _COMPILED[unit.key] = function
         return function, "disk" if getattr(function, "_cache_hits", 0) else "compiled"
 
