@@ -29,7 +29,7 @@ from .ir.errors import NumbaxTypeError, SerializationError, ShapeError, at_line
 from .ir.higher_order import jit_call_p
 from .ir.serialize import brief as _short
 from .ir.serialize import dumps as dumps_jaxpr
-from .ir.serialize import expect, fail
+from .ir.serialize import expect
 from .ir.serialize import loads as loads_jaxpr
 from .tracer import Tracer, bind, tree_flatten, tree_unflatten
 from .tracer.closure import closure_convert
@@ -325,10 +325,6 @@ def _dump_value(value, what: str):
             user_frame_info(),
         )
     )
-
-
-def _fail(message: str):
-    fail(message, "exported program")
 
 
 def _expect(condition: bool, message: str) -> None:

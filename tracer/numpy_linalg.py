@@ -93,14 +93,6 @@ def _broadcast_batch(a, b, name: str):
     )
 
 
-def _refuse_out(name: str, out) -> None:
-    if out is not None:
-        raise _error(
-            UnsupportedFunctionError,
-            f"numpy.linalg.{name}(..., out=...) is not supported: use the returned value",
-        )
-
-
 # --- solving ---------------------------------------------------------------------------------
 
 
