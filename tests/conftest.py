@@ -38,11 +38,13 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # `import corpus` from any test folder
 
+import switches  # noqa: E402
+
 from numbax import tree_map  # noqa: E402
 from numbax.config import config as numbax_config  # noqa: E402
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-RUN_SLOW = os.environ.get("NUMBAX_TEST_SLOW") == "1"
+RUN_SLOW = switches.flag("NUMBAX_TEST_SLOW")
 
 
 class Backend(str):
@@ -95,7 +97,7 @@ def available_backends() -> list[Backend]:
     names = ["interpret"]
     if _exposes_backend("numbax.backends.cpu"):
         names.append("cpu")
-    wants_cuda = SIMULATED or os.environ.get("NUMBAX_TEST_GPU") == "1"
+    wants_cuda = SIMULATED or switches.flag("NUMBAX_TEST_GPU")
     if wants_cuda and _exposes_backend("numbax.backends.cuda"):
         names.append("cuda")
     return [Backend(name) for name in names]

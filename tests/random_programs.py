@@ -18,9 +18,8 @@ and be differentiated.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+import switches
 from hypothesis import strategies as st
 
 import numbax
@@ -31,7 +30,7 @@ EDGE_SHAPES = [(0,), (2, 0), (0, 3), (1,), (1, 1)]  # size-0 and size-1 dimensio
 # ``NUMBAX_FUZZ_WIDE=1`` adds rows long enough for the cpu backend's loops of 8 to 256
 # iterations (opaque bounds), and of 1 KiB and more (prefetched rows), beside the others.
 WIDE_SHAPES = [(5, 16), (16,), (2, 3, 16), (9, 64), (64,), (7, 257), (257,)]
-WIDE = os.environ.get("NUMBAX_FUZZ_WIDE", "") == "1"
+WIDE = switches.flag("NUMBAX_FUZZ_WIDE")
 # ``NUMBAX_FUZZ_LARGE=1`` adds real sizes, the paths only large arrays take: matrices of
 # hundreds per side (matrix products of 2^23 flops and more run on all threads, as one
 # threaded BLAS call or split into blocks of rows), rows of 10^5 elements, and a million
@@ -39,7 +38,7 @@ WIDE = os.environ.get("NUMBAX_FUZZ_WIDE", "") == "1"
 # and more are written into the arrays the executable keeps, ``OutputPool``).
 LARGE_SHAPES = [(300, 300), (200, 210), (1, 210), (100_000,), (3, 90, 300), (1100, 1000)]
 LARGE_SHAPES += [((32 << 20) // 8 + 7,)]  # 32 MiB in float64, and twice it after a concat
-LARGE = os.environ.get("NUMBAX_FUZZ_LARGE", "") == "1"
+LARGE = switches.flag("NUMBAX_FUZZ_LARGE")
 # A product with a weight matrix as wide as its operand's rows (``_shared_product``), a
 # Gram matrix (``_matmul``: n x n for n columns) and one line at a time (``_library``'s
 # convolve) only up to this many columns and lines.

@@ -24,10 +24,10 @@ of the next call or a changed sibling.
 from __future__ import annotations
 
 import contextlib
-import os
 
 import numpy as np
 import pytest
+import switches
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from random_programs import LARGE, WIDE, Choices, inputs, program
@@ -36,7 +36,7 @@ import numbax
 from numbax.backends import cpu
 from numbax.backends.cpu import blas
 
-EXAMPLES = int(os.environ.get("NUMBAX_FUZZ_EXAMPLES", "6"))
+EXAMPLES = switches.count("NUMBAX_FUZZ_EXAMPLES", 6)
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+import switches
 
 import numbax
 from numbax.config import config
@@ -37,7 +38,7 @@ def needs_graphviz():
     if graphviz is not None and shutil.which("dot"):
         return
     problem = "as_svg() needs graphviz and dot: pip install graphviz; apt-get install graphviz"
-    if os.environ.get("NUMBAX_TEST_GRAPHVIZ") == "1":
+    if switches.flag("NUMBAX_TEST_GRAPHVIZ"):
         pytest.fail(f"NUMBAX_TEST_GRAPHVIZ=1 but {problem}")
     pytest.skip(problem)
 

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import linecache
 import math
-import os
 import zlib
 
 import numpy as np
 import pytest
+import switches
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from random_programs import LARGE
@@ -49,7 +49,7 @@ import numbax
 from numbax.backends.cpu import program as cpu_program
 from numbax.ir.errors import InPlaceUpdateError
 
-EXAMPLES = int(os.environ.get("NUMBAX_FUZZ_EXAMPLES", "12"))
+EXAMPLES = switches.count("NUMBAX_FUZZ_EXAMPLES", 12)
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

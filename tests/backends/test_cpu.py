@@ -9,11 +9,11 @@ cores, so the ``prange`` code paths run on small arrays too.
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
 import pytest
+import switches
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -531,7 +531,7 @@ def _broadcasts(s, t) -> bool:
 
 
 # NUMBAX_TEST_EXAMPLES=300 runs a longer search (each example is a compile, ~0.3 s).
-EXAMPLES = int(os.environ.get("NUMBAX_TEST_EXAMPLES", 20))
+EXAMPLES = switches.count("NUMBAX_TEST_EXAMPLES", 20)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))

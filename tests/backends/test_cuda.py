@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 import pytest
+import switches
 
 import numbax
 from numbax.ir.interpret import eval_jaxpr
@@ -25,7 +26,7 @@ from numbax.tracer import lax
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 pytestmark = pytest.mark.skipif(
-    not (SIMULATED or os.environ.get("NUMBAX_TEST_GPU") == "1"),
+    not (SIMULATED or switches.flag("NUMBAX_TEST_GPU")),
     reason="needs NUMBA_ENABLE_CUDASIM=1 (or NUMBAX_TEST_GPU=1 on a GPU machine)",
 )
 

@@ -19,6 +19,7 @@ import types
 
 import numpy as np
 import pytest
+import switches
 
 import numbax
 from numbax.ir import dtypes
@@ -27,7 +28,7 @@ from numbax.passes import narrow_floats
 
 BFLOAT16 = dtypes.bfloat16
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-ON_GPU = os.environ.get("NUMBAX_TEST_GPU") == "1"
+ON_GPU = switches.flag("NUMBAX_TEST_GPU")
 needs_bfloat16 = pytest.mark.skipif(BFLOAT16 is None, reason="bfloat16 needs ml_dtypes")
 needs_kernels = pytest.mark.skipif(
     not (SIMULATED or ON_GPU),

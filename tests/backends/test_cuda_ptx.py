@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 import pytest
+import switches
 
 import numbax
 from numbax.ir import dtypes
@@ -33,7 +34,7 @@ def ptx_toolchain():
     problem = ptx_toolchain_problem()
     if problem is None:
         return
-    if os.environ.get("NUMBAX_TEST_PTX") == "1":
+    if switches.flag("NUMBAX_TEST_PTX"):
         pytest.fail(f"NUMBAX_TEST_PTX=1 but {problem}")
     pytest.skip(problem)
 

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+import switches
 
 import numbax
 from numbax.ir import dtypes
@@ -173,7 +174,7 @@ def test_float16_kernels_compile_to_ptx_with_native_loads(rng):
 
     problem = ptx_toolchain_problem()
     if problem is not None:
-        if os.environ.get("NUMBAX_TEST_PTX") == "1":
+        if switches.flag("NUMBAX_TEST_PTX"):
             pytest.fail(f"NUMBAX_TEST_PTX=1 but {problem}")
         pytest.skip(problem)
     x = np.ones((64, 33), np.float16)

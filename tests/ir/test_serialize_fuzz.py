@@ -19,13 +19,13 @@ import ast
 import copy
 import itertools
 import json
-import os
 import random
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+import switches
 
 import numbax
 from numbax import ir, passes
@@ -37,7 +37,7 @@ from numbax.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from numbax.ir.primitive import PRIMITIVES
 from numbax.ir.serialize import SIGNATURES
 
-MUTANTS = int(os.environ.get("NUMBAX_FUZZ_EXAMPLES", "800"))
+MUTANTS = switches.count("NUMBAX_FUZZ_EXAMPLES", 800)
 COMPILES = max(4, MUTANTS // 60)
 F32, I32, BOOL = dtypes.float32, dtypes.int32, dtypes.bool_
 
