@@ -14,6 +14,8 @@
       cse             repeated computations computed once
       dce             unread results and constants dropped
       loop_dce        unread loop carries, ys, constants and scanned operands dropped
+    contractions    each dot_general in the form every backend runs as one GEMM over
+                    folded dims (a sum over a product's batch dims contracts them)
     fusion          the program partitioned into kernels (elementwise, reduction,
                     contraction, opaque)
     fused_cleanup   CSE and DCE over the kernels
@@ -33,6 +35,7 @@ from ..config import config
 from ..ir.core import ClosedJaxpr
 from . import (
     constant_fold,
+    contractions,
     control_flow,
     cse,
     dce,
@@ -66,6 +69,7 @@ PIPELINE = (
             Pass("loop_dce", loop_dce.run),
         ),
     ),
+    Pass("contractions", contractions.run),
     Pass("fusion", fusion.run, verify=check_fused),
     FixedPoint(
         "fused_cleanup",
