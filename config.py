@@ -11,6 +11,7 @@
 | NUMBAX_TRACEBACK_FILTERING | off: keep numbax's own frames in error tracebacks           |
 | NUMBAX_TIERED              | 0: first calls wait for the compiled program, not interpret |
 | NUMBAX_HEAP_TUNING         | 0: leave glibc's heap thresholds alone (backends/cpu/heap)  |
+| NUMBAX_MPI_CHECK           | 1: processes check each collective matches (distributed.md) |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -52,6 +53,8 @@ class Config:
     tiered: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_TIERED"))
     # Whether the first cpu compile sets glibc's heap thresholds (backends/cpu/heap.py).
     heap_tuning: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_HEAP_TUNING"))
+    # Before each collective, processes exchange what they call and raise on a mismatch.
+    mpi_check: bool = field(default_factory=lambda: _flag("NUMBAX_MPI_CHECK"))
 
 
 config = Config()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from . import device
 from .callbacks import RUNNERS as CALLBACK_RUNNERS
+from .collectives import RUNNERS as COLLECTIVE_RUNNERS
 from .fft import RUNNERS as FFT_RUNNERS
 from .linalg import RUNNERS as LINALG_RUNNERS
 from .narrow_floats import storage_dtype
@@ -131,4 +132,5 @@ RUNNERS = {
     **SORT_RUNNERS,
     **LINALG_RUNNERS,
     **FFT_RUNNERS,
+    **COLLECTIVE_RUNNERS,
 }
