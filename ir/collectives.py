@@ -256,7 +256,7 @@ def _psum_scatter_impl(x, *, comm: int, size: int):
 
 def _all_to_all_impl(x, *, comm: int, size: int):
     checked("all_to_all", [x], {"comm": comm, "size": size})
-    out = np.empty_like(x)
+    out = np.empty(np.shape(x), np.asarray(x).dtype)  # C order, whatever x's layout
     communicator(comm).Alltoall(_as_bytes(x), _as_bytes(out))
     return out
 
@@ -274,7 +274,7 @@ def _ppermute_impl(x, *, comm: int, perm: tuple):
     checked("ppermute", [x], {"comm": comm, "perm": perm})
     c = communicator(comm)
     destination, source = ppermute_partners(perm, c.Get_rank())
-    out = np.zeros_like(x)  # a process no one sends to receives zeros (JAX)
+    out = np.zeros(np.shape(x), np.asarray(x).dtype)  # no source: zeros (JAX)
     c.Sendrecv(
         _as_bytes(x),
         MPI.PROC_NULL if destination < 0 else destination,
