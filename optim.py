@@ -28,6 +28,33 @@ from .tracer.lax import convert_element_type
 from .tracer.pytree import tree_map
 from .tracer.source_info import user_frame_info
 
+__all__ = [
+    "EmptyState",
+    "GradientTransformation",
+    "ScalarOrSchedule",
+    "ScaleByAdamState",
+    "ScaleByScheduleState",
+    "Schedule",
+    "TraceState",
+    "adam",
+    "adamw",
+    "add_decayed_weights",
+    "apply_updates",
+    "chain",
+    "constant_schedule",
+    "cosine_decay_schedule",
+    "exponential_decay",
+    "identity",
+    "linear_schedule",
+    "scale",
+    "scale_by_adam",
+    "scale_by_learning_rate",
+    "scale_by_schedule",
+    "sgd",
+    "trace",
+    "warmup_cosine_decay_schedule",
+]
+
 Schedule = Callable[[Any], Any]
 ScalarOrSchedule = float | Schedule
 
