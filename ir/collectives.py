@@ -42,6 +42,7 @@ from . import dtypes
 from .core import ShapedArray
 from .errors import NumbaxError
 from .primitive import Pattern, check, register
+from .serialize import COUNT, SIGNATURES, Signature, _tuple_of
 
 WORLD = 0
 # Communicators, by id, for the life of the process (compiled programs name them by id).
@@ -334,4 +335,20 @@ COLLECTIVES = (
     ppermute_p,
     broadcast_p,
     axis_index_p,
+)
+
+# What a file may hold (``serialize.SIGNATURES``): the communicator's id is this
+# process's registry's (0, COMM_WORLD, in any process).
+SIGNATURES.update(
+    {
+        "psum": Signature(1, {"comm": COUNT}),
+        "pmax": Signature(1, {"comm": COUNT}),
+        "pmin": Signature(1, {"comm": COUNT}),
+        "all_gather": Signature(1, {"comm": COUNT, "size": COUNT}),
+        "psum_scatter": Signature(1, {"comm": COUNT, "size": COUNT}),
+        "all_to_all": Signature(1, {"comm": COUNT, "size": COUNT}),
+        "ppermute": Signature(1, {"comm": COUNT, "perm": _tuple_of(_tuple_of(COUNT, 2))}),
+        "broadcast": Signature(1, {"comm": COUNT, "root": COUNT}),
+        "axis_index": Signature(0, {"comm": COUNT}),
+    }
 )
