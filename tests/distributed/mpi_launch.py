@@ -2,7 +2,8 @@
 with a time limit, so a hang is a failure and never a stuck test run.
 
 A test that needs MPI skips, saying why, when mpi4py or ``mpiexec`` is missing; CI
-installs ``numbax[mpi]`` and runs this folder (``.ci/run``), so there it cannot skip.
+installs ``numbax[mpi]`` and runs this folder with ``NUMBAX_TEST_MPI=1`` (``.ci/run``),
+which turns a skip into a failure, so there it cannot silently skip.
 """
 
 from __future__ import annotations
@@ -25,14 +26,21 @@ def mpiexec() -> str | None:
     return str(beside_python) if beside_python.exists() else shutil.which("mpiexec")
 
 
+def _missing(reason: str) -> None:
+    """Skip, saying why; a failure where CI asks for these tests (``NUMBAX_TEST_MPI=1``)."""
+    if os.environ.get("NUMBAX_TEST_MPI") == "1":
+        pytest.fail(f"NUMBAX_TEST_MPI=1 but {reason}")
+    pytest.skip(reason)
+
+
 def require_mpi() -> str:
     if importlib.util.find_spec("mpi4py") is None:
-        pytest.skip("mpi4py is not installed: pip install 'numbax[mpi]'")
+        _missing("mpi4py is not installed: pip install 'numbax[mpi]'")
     if importlib.util.find_spec("numba_mpi") is None:
-        pytest.skip("numba-mpi is not installed: pip install 'numbax[mpi]'")
+        _missing("numba-mpi is not installed: pip install 'numbax[mpi]'")
     launcher = mpiexec()
     if launcher is None:
-        pytest.skip("no mpiexec on PATH or beside the Python: pip install 'numbax[mpi]'")
+        _missing("no mpiexec on PATH or beside the Python: pip install 'numbax[mpi]'")
     return launcher
 
 
