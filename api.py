@@ -749,13 +749,19 @@ def jit(
     backend=None,
     tiered: bool | None = None,
 ):
-    """Compile ``fun``: trace once per argument signature, cache, and run.
+    """Compile ``fun``: trace it once per argument signature, cache, and run.
 
-    ``tiered`` (default ``config.tiered``, ``NUMBAX_TIERED``, on): a new signature's first
-    calls on the cpu backend run in NumPy's reference interpreter while the program
-    compiles in a background thread, which then answers every call, a long-running one
-    from its next loop iteration (see ``backends/tiered.py``); a script that ends does not
-    wait for that compile. ``tiered=False`` compiles before the first call returns.
+    Used as ``@numbax.jit``, ``@numbax.jit(...)`` or ``numbax.jit(fun, ...)``. A call
+    flattens the arguments, looks up the compiled program of their shapes, dtypes,
+    structure and static values, traces and compiles it on a miss, runs it, and writes
+    back into the arguments the function mutated. ``f(x)`` equals ``fun(x)`` run with
+    plain NumPy, up to floating-point reassociation.
+
+    Arguments:
+
+    ``fun``: the function to compile. Its arguments and results are arrays, Python
+    scalars, or pytrees of them (tuples, lists, dicts, None, registered classes). Left
+    out, ``jit(...)`` returns a decorator with the options below.
 
     >>> import numpy as np, numbax
     >>> @numbax.jit
@@ -763,6 +769,55 @@ def jit(
     ...     return np.sin(x) * 2.0
     >>> f(np.zeros(3))
     array([0., 0., 0.])
+
+    ``static_argnums``: an int or a sequence of ints, the positions of arguments that
+    are Python values rather than arrays (sizes, flags, functions). Their values are
+    part of the cache key, so they must be hashable, and each new value traces and
+    compiles again; Python control flow on them is allowed. A negative position counts
+    from the end of the parameter list, and a static argument may be passed by position
+    or by name either way.
+
+    >>> power = numbax.jit(lambda x, n: x**n, static_argnums=1)
+    >>> power(np.arange(3.0), 2)
+    array([0., 1., 4.])
+
+    ``static_argnames``: a str or a sequence of str, the same as ``static_argnums`` by
+    parameter name (keyword-only parameters too).
+
+    >>> def scaled(x, *, mode):
+    ...     return x * 2.0 if mode == "double" else x
+    >>> numbax.jit(scaled, static_argnames="mode")(np.ones(2), mode="double")
+    array([2., 2.])
+
+    ``backend``: ``"cpu"`` (Numba, on this machine's CPU), ``"interpret"`` (the traced
+    program run with NumPy, without compiling: the reference every backend is tested
+    against) or ``"cuda"`` (Numba's CUDA, on an NVIDIA GPU). ``None``, the default, is
+    ``config.backend`` (``NUMBAX_BACKEND``) if set, else ``"cuda"`` where a GPU is
+    visible and ``"cpu"`` otherwise.
+
+    >>> numbax.jit(lambda x: x + 1.0, backend="interpret")(np.zeros(2))
+    array([1., 1.])
+
+    ``tiered``: whether a new signature's first calls on the cpu backend are answered by
+    the interpreter while the program compiles in a background thread, which then
+    answers every call (a long interpreted call is handed over at its next loop
+    iteration); a script that ends does not wait for that compile. ``None``, the
+    default, is ``config.tiered`` (``NUMBAX_TIERED``, on); ``False`` compiles before the
+    first call returns. ``f.wait_compiled()`` blocks until every signature of ``f`` is
+    compiled.
+
+    >>> g = numbax.jit(lambda x: x * 3.0, tiered=False)
+    >>> g(np.ones(2))  # compiled before it returns
+    array([3., 3.])
+    >>> g.cache_info().traces
+    1
+
+    The result is called as ``fun`` is. ``f.lower(*args)`` traces without running
+    (``.as_text()`` is the optimised program, ``.source()`` the generated code,
+    ``.compile()`` the compiled program), ``f.cache_info()`` counts traces and cache
+    hits. Converting a traced value to a Python value inside ``fun`` (``if x > 0``,
+    ``float(x)``) raises ``ConcretizationError``: use ``numpy.where``, ``numbax.cond``
+    or a static argument; an unhashable static argument raises ``StaticArgumentError``.
     """
     if fun is None:
         return functools.partial(

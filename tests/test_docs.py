@@ -428,3 +428,15 @@ def test_every_test_switch_is_read_through_one_helper_and_documented():
         )
     with pytest.raises(KeyError, match="not a test switch"):
         switches.flag("NUMBAX_" + "TEST_UNKNOWN")  # spelt so that the scan above skips it
+
+
+def test_help_of_jit_documents_every_argument_with_an_example():
+    import inspect
+
+    doc = inspect.getdoc(numbax.jit)
+    # Each argument is a paragraph that starts with its name, followed by its example.
+    chunks = dict(re.findall(r"^``(\w+)``: (.*?)(?=^``\w+``: |\Z)", doc, re.M | re.S))
+    for name in inspect.signature(numbax.jit).parameters:
+        assert name in chunks, f"help(numbax.jit) does not document {name}"
+        assert ">>>" in chunks[name], f"help(numbax.jit) gives {name} no example"
+    assert not re.search(r"\b[\w/]+\.py\b", doc), "help(numbax.jit) points at a source file"
