@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import switches
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -28,7 +29,7 @@ def mpiexec() -> str | None:
 
 def _missing(reason: str) -> None:
     """Skip, saying why; a failure where CI asks for these tests (``NUMBAX_TEST_MPI=1``)."""
-    if os.environ.get("NUMBAX_TEST_MPI") == "1":
+    if switches.flag("NUMBAX_TEST_MPI"):
         pytest.fail(f"NUMBAX_TEST_MPI=1 but {reason}")
     pytest.skip(reason)
 
