@@ -150,7 +150,8 @@ def test_the_readme_links_the_docs():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         readme = f.read()
     assert "## Documentation" in readme
-    for page in ("api.md", "numpy_support.md", "configuration.md", "reading_the_output.md"):
+    pages = ("api.md", "numpy_support.md", "configuration.md", "reading_the_output.md")
+    for page in (*pages, "testing.md"):
         assert f"docs/{page}" in readme, page
         assert os.path.exists(os.path.join(DOCS, page)), page
 
