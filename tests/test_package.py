@@ -115,7 +115,8 @@ def test_readme_starts_with_the_two_set_up_commands():
 
 
 def _listing() -> set[str]:
-    """The checkout's files, ignored ones included (a build's leftovers are ignored)."""
+    """The checkout's files that git does not track, ignored ones included (a build's
+    leftovers are ignored)."""
     out = subprocess.run(
         ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
         cwd=ROOT,
@@ -125,7 +126,8 @@ def _listing() -> set[str]:
     ).stdout
     # numbax.egg-info is setuptools' metadata of the checkout (an editable install made it).
     skipped = ("__pycache__", "numbax.egg-info")
-    return {line[3:] for line in out.splitlines() if not any(s in line for s in skipped)}
+    untracked = [line[3:] for line in out.splitlines() if line.startswith(("??", "!!"))]
+    return {path for path in untracked if not any(s in path for s in skipped)}
 
 
 @pytest.mark.slow  # a build: pip fetches setuptools into an isolated environment
