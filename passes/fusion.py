@@ -20,7 +20,11 @@ bodies fused.
 A window of an array (``slice``, ``dynamic_slice``, with the unit reshapes after it) is
 a kernel of kind "view" until it merges into a kernel that reads it: that kernel then
 reads the window in place (``kernels.views_read_memory``); one that merges into nothing
-is a copy, an opaque kernel of each of its equations.
+is a copy, an opaque kernel of each of its equations. So are ``pad`` and
+``concatenate`` (``kernels.INDEX_MAPS``): a kernel reads them by index arithmetic, a
+select between their pieces and the padding value, and views may read views, so a
+``np.roll`` (slices, then a concatenate) or the slices of a ``np.pad`` cost the loop
+that reads them no buffer.
 
 Equations with side effects (prints, and control flow that prints) keep their program
 order: each one is an extra predecessor of the next, an edge the cycle check and the
@@ -41,11 +45,12 @@ from .broadcasts import copy_cheap_producers, hoist_broadcasts, sink_windows
 from .dce import eliminate_dead_code
 from .fusion_order import ListOrder
 from .kernels import (
+    INDEXED,
     UNIT_RESHAPES,
-    WINDOWS,
     KernelSpec,
     build_kernel,
     classify,
+    indexed_arrays,
     is_view,
     merged_spec,
     merged_with_view,
@@ -72,10 +77,10 @@ def fuse(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
 
 
 def copy_views(jaxpr: Jaxpr) -> Jaxpr:
-    """A window (or a unit reshape of one) read by several equations is taken again for
-    each reader after the first, so each reader's kernel may read it in place: taking a
-    window costs nothing there. Copies that end up as kernels of their own are merged
-    again by CSE after fusion."""
+    """A view (a window, pad or concatenate, or a unit reshape of one) read by several
+    equations is taken again for each reader after the first, with the views it reads,
+    so each reader's kernel may read it in place: taking a view costs nothing there.
+    Copies that end up as kernels of their own are merged again by CSE after fusion."""
     producers = {v: e for e in jaxpr.eqns for v in e.outputs}
     seen: set = set()
     out = Rebuilder()
@@ -87,11 +92,7 @@ def copy_views(jaxpr: Jaxpr) -> Jaxpr:
         if atom not in seen:  # the first reader takes the original
             seen.add(atom)
             return atom
-        inputs = (
-            [copy(a) for a in producer.inputs]
-            if producer.prim.name not in WINDOWS
-            else producer.inputs
-        )
+        inputs = [copy(a) for a in producer.inputs]
         return out.emit1(producer.prim, inputs, producer.source_info, **producer.params)
 
     for eqn in jaxpr.eqns:
@@ -146,7 +147,7 @@ class Partition:
         self.effect_before = {b: a for a, b in self.effect_after.items()}
         self.groups: dict[int, Group] = {}
         for i, eqn in enumerate(self.eqns):
-            if eqn.prim.name in WINDOWS:
+            if eqn.prim.name in INDEXED:
                 spec = KernelSpec("view", eqn.outputs[0].aval.shape)
             else:
                 spec = None if eqn.prim.pattern is Pattern.CONTROL else classify([eqn])
@@ -170,7 +171,7 @@ class Partition:
         """Each window joins the unit reshapes that alone read it, one after another
         (``x[:, j]`` is a window one wide, then a squeeze): one view of kind "view"."""
         for i, eqn in enumerate(self.eqns):
-            if eqn.prim.name not in WINDOWS:
+            if eqn.prim.name not in INDEXED:
                 continue
             var = eqn.outputs[0]
             while var not in self.outvars and len(self.readers[var]) == 1:
@@ -222,14 +223,18 @@ class Partition:
 
     def _merged_with_view(self, view: int, other: int) -> KernelSpec | None:
         """The spec of view ``view`` merged into ``other``: its result stays inside when
-        only broadcasts of ``other`` read it, else it must have one of other's shapes."""
+        only broadcasts and views of ``other`` read it (a piece of a concatenate), else it
+        must have one of other's shapes."""
         (result,) = self._results(view)
         readers = [self.group_of[r] for r in self.readers[result]]
         read_by_broadcasts = (
             other in readers
             and result not in self.outvars
             and all(g == other for g in readers)
-            and all(self.eqns[r].prim.name == "broadcast_in_dim" for r in self.readers[result])
+            and all(
+                self.eqns[r].prim.name == "broadcast_in_dim" or is_view(self.eqns[r])
+                for r in self.readers[result]
+            )
         )
         return merged_with_view(self.groups[view].spec, self.groups[other].spec, read_by_broadcasts)
 
@@ -246,12 +251,15 @@ class Partition:
         read them inside one kernel of ``spec``."""
         group, produced = self.groups[reader], self.groups[source].produced
         for var in group.guarded_reads & produced:
-            # A view's result is read at any index, in place: broadcasts may read it.
-            of_view = is_view(self.eqns[self.producer[var]])
+            # A view's result is read at any index, in place: broadcasts may read it, and
+            # reads by index arithmetic may read another's.
+            producer = self.eqns[self.producer[var]]
+            of_view, of_indexed = is_view(producer), producer.prim.name in INDEXED
             for r in self.readers[var]:
                 if self.group_of[r] != reader or reads_across(self.eqns[r], spec):
                     continue
-                if not (of_view and self.eqns[r].prim.name == "broadcast_in_dim"):
+                name = self.eqns[r].prim.name
+                if not (of_view and name == "broadcast_in_dim" or of_indexed and name in INDEXED):
                     return False
         return True
 
@@ -304,6 +312,10 @@ class Partition:
         if len(self.groups[a].members) < len(self.groups[b].members):
             a, b = b, a
         related = self._related(b)
+        if self.groups[a].spec.kind == "view":
+            # The views a view reads could merge with no view; now they can.
+            inputs = self.groups[a].inputs
+            related |= {self.group_of[self.producer[v]] for v in inputs if v in self.producer}
         self._reorder(a, b)
         big, small = self.groups[a], self.groups.pop(b)
         for i in small.members:
@@ -478,10 +490,9 @@ def _first_done(walks) -> tuple[int, set]:
 
 
 def _window_array(eqn: Eqn) -> set:
-    """The array a window reads in place (its starts are read as any scalar is)."""
-    if eqn.prim.name in WINDOWS and isinstance(eqn.inputs[0], Var):
-        return {eqn.inputs[0]}
-    return set()
+    """The arrays a window, pad or concatenate reads in place (a window's starts and the
+    padding value are read as any scalar is)."""
+    return {a for a in indexed_arrays(eqn) if isinstance(a, Var)}
 
 
 def _read_vars(eqn: Eqn) -> list[Var]:

@@ -43,6 +43,14 @@ def reduction_axes(eqn: Eqn) -> tuple[int, ...] | None:
 # Reads of a window of an array, which a loop kernel makes in place, through an index
 # map (start + stride * loop index), instead of a kernel of their own copying it out.
 WINDOWS = ("slice", "dynamic_slice")
+# Reads that choose, by comparing the index, between pieces of arrays or a constant: a
+# loop kernel reads element i of ``pad(x)`` as ``x[i - low]`` or the padding value, of
+# ``concatenate(xs)`` as the piece i falls in, shifted. ``np.roll`` (a concatenate of two
+# slices) and ``np.pad`` then cost no buffer and no copy in the loop that reads them.
+INDEX_MAPS = ("pad", "concatenate")
+# Every read by index arithmetic: each reads arrays (``indexed_arrays``) that are kernel
+# inputs or such reads in the same kernel, never values the kernel computes.
+INDEXED = WINDOWS + INDEX_MAPS
 # Reshapes that only drop or insert size-1 dims: a window's read then carries over.
 UNIT_RESHAPES = ("reshape", "squeeze", "expand_dims")
 
@@ -51,12 +59,21 @@ def is_view(eqn: Eqn) -> bool:
     """A window read, or a reshape that only moves size-1 dims (a view of a window when
     it shares a kernel: ``views_read_memory`` says where it may)."""
     name = eqn.prim.name
-    if name in WINDOWS:
+    if name in INDEXED:
         return True
     if name not in UNIT_RESHAPES:
         return False
     before, after = eqn.inputs[0].aval.shape, eqn.outputs[0].aval.shape
     return [d for d in before if d != 1] == [d for d in after if d != 1]
+
+
+def indexed_arrays(eqn: Eqn) -> list:
+    """The arrays a read by index arithmetic (``INDEXED``) reads elements of; not its
+    scalars (a dynamic window's starts, the padding value)."""
+    name = eqn.prim.name
+    if name == "concatenate":
+        return list(eqn.inputs)
+    return [eqn.inputs[0]] if name in INDEXED else []
 
 
 def fusible(eqn: Eqn) -> bool:
@@ -101,20 +118,24 @@ def _spec_shapes(spec: KernelSpec) -> set:
 
 
 def views_read_memory(eqns, produced, viewed, shapes) -> bool:
-    """The rule for windows in a kernel: a window reads a kernel input (never an array the
-    kernel computes; its rank-0 starts may be), a unit reshape reads a window's value, and each such
-    view has one of the kernel's shapes ``shapes`` unless only broadcasts and other views
-    of the kernel read it."""
+    """The rule for views in a kernel: a window, pad or concatenate reads kernel inputs
+    or other such reads of the kernel (never an array the kernel computes; its rank-0
+    starts and padding value may be), a unit reshape reads a view's value, and each view
+    has one of the kernel's shapes ``shapes`` unless only broadcasts and other views of
+    the kernel read it."""
     readers: dict = {}
+    indexed = set()
     for eqn in eqns:
         for atom in eqn.inputs:
             readers.setdefault(atom, []).append(eqn)
+        if eqn.prim.name in INDEXED:
+            indexed.update(eqn.outputs)
     for eqn in eqns:
         if not is_view(eqn):
             continue
         operand = eqn.inputs[0]
-        if eqn.prim.name in WINDOWS:
-            if operand in produced:
+        if eqn.prim.name in INDEXED:
+            if any(a in produced and a not in indexed for a in indexed_arrays(eqn)):
                 return False
         elif operand not in viewed:
             return False
@@ -217,8 +238,9 @@ def merged_with_view(view: KernelSpec, other: KernelSpec, read_by_broadcasts: bo
 
 
 def reads_across(eqn: Eqn, spec: KernelSpec) -> bool:
-    """Whether ``eqn`` may read a value computed in the same kernel of ``spec``."""
-    if eqn.prim.pattern is Pattern.CONTRACTION or eqn.prim.name in WINDOWS:
+    """Whether ``eqn`` may read a value computed in the same kernel of ``spec`` (other
+    than by a read by index arithmetic of another: ``fusion.Partition._reads_across``)."""
+    if eqn.prim.pattern is Pattern.CONTRACTION or eqn.prim.name in INDEXED:
         return False  # no prologue: the operands (and a window's array) come from memory
     if eqn.prim.name == "broadcast_in_dim":
         return spec.kind == "reduction" and _broadcasts_back(eqn, spec)
@@ -228,7 +250,7 @@ def reads_across(eqn: Eqn, spec: KernelSpec) -> bool:
 # ----------------------------------------------------------------------------- build
 
 # Bookkeeping ops left out of kernel names unless they are all a kernel does.
-_UNNAMED = ("broadcast_in_dim", "convert_element_type", "iota", *WINDOWS, *UNIT_RESHAPES)
+_UNNAMED = ("broadcast_in_dim", "convert_element_type", "iota", *INDEXED, *UNIT_RESHAPES)
 _MAX_NAMED_OPS = 4
 
 

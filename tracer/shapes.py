@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError, at_line
-from . import lax
+from . import lax, pad_modes
 from .promote import (
     asarray,
     broadcast_shapes,
@@ -261,16 +261,24 @@ def _split(ary, indices_or_sections, axis, operation):
 
 def pad(array, pad_width, mode="constant", constant_values=0):
     x = asarray(array)
-    if mode != "constant":
+    if mode != "constant" and mode not in pad_modes.MODES:
         raise UnsupportedFunctionError(
             at_line(
-                f"pad: mode={mode!r} is not supported; numbax pads with mode='constant'",
+                f"pad: mode={mode!r} is not supported; numbax pads with mode='constant', "
+                f"{', '.join(map(repr, pad_modes.MODES))}",
                 user_frame_info(),
             )
         )
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
     if (widths < 0).any():
         raise _shape_error("pad: pad widths must be non-negative")
+    if mode != "constant":
+        empty = [k for k in range(x.ndim) if x.shape[k] == 0 and widths[k].any()]
+        if empty:
+            raise _shape_error(
+                f"pad: can't extend empty axis {empty[0]} with mode={mode!r}; use mode='constant'"
+            )
+        return pad_modes.pad_with_mode(x, widths.tolist(), mode)
     value = convert(operand(constant_values), x.dtype)
     if np.shape(value) != ():
         raise UnsupportedFunctionError(

@@ -9,6 +9,13 @@ gives the loops (``group_dimensions``); writing them the same way (``KernelWrite
 gives one scalar statement per equation, placed by ``LoopBuilder``. Elementwise kernels
 and contraction epilogues are one loop nest (``write_elementwise``); reduction kernels
 are written by ``reductions.ReductionWriter``.
+
+Windows, pads and concatenates (``passes.kernels.INDEXED``) read kernel inputs in place
+by index arithmetic (``IndexMap``): each dim of a value is read at ``start + stride *
+i`` of one loop index ``i``. A window of an input is a ``Use.window``; a chain of them
+(a slice of a concatenate of slices: ``np.roll`` on two axes) becomes one expression
+that selects, by comparing the index, the piece or the padding value it reads. Pieces
+and conditions that the loop's extent rules out are left out of the expression.
 """
 
 from __future__ import annotations
@@ -17,13 +24,13 @@ from dataclasses import dataclass
 
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.primitive import Pattern
+from ...passes.kernels import INDEXED, WINDOWS, indexed_arrays
 from ...passes.window_stores import update_window
 from . import scalar
 from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
 
 REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
 _PASS_THROUGH = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
-WINDOWS = ("slice", "dynamic_slice")  # read in place from a kernel input (``Use.window``)
 
 
 class Unfusable(Exception):
@@ -132,9 +139,8 @@ class _Analysis:
             self.uses.append(Use(writer.leaves[var], var.aval.shape, mapping))
             return []
         eqn = writer.producer[var]
-        if eqn.prim.name in WINDOWS:
-            self.uses.append(writer.window_use(eqn, mapping, analysis=True))
-            return [(start, ()) for start in eqn.inputs[1:]]
+        if eqn.prim.name in INDEXED:
+            return self._indexed(eqn, mapping)
         if eqn.prim.name == "iota":
             d = mapping[eqn.params["dimension"]]
             if d is not None:
@@ -144,6 +150,25 @@ class _Analysis:
             writer.check_reduction(eqn, mapping)
         mappings = operand_mappings(eqn, mapping, writer.shape)
         return list(zip(eqn.inputs, mappings, strict=True))
+
+    def _indexed(self, eqn: Eqn, mapping: tuple) -> list:
+        """Record the kernel inputs a chain of reads by index arithmetic reads (windows:
+        their loops stay unmerged); the scalars it needs (starts, padding values).
+        Every such read keeps its operands' dims: they follow ``mapping`` too."""
+        writer, scalars, work = self.writer, [], [eqn]
+        while work:
+            eqn = work.pop()
+            arrays = indexed_arrays(eqn)
+            scalars += [(a, ()) for a in eqn.inputs if all(a is not b for b in arrays)]
+            for x in arrays:
+                if x in writer.leaves:
+                    window = ((0, 1),) * x.aval.ndim
+                    self.uses.append(Use(writer.leaves[x], x.aval.shape, mapping, window))
+                elif x in writer.producer and writer.producer[x].prim.name in INDEXED:
+                    work.append(writer.producer[x])
+                else:
+                    raise Unfusable(f"{eqn.prim.name} of a value computed in the kernel")
+        return scalars
 
 
 class KernelWriter:
@@ -201,14 +226,19 @@ class KernelWriter:
         if tuple(m for m in mapping if m is not None) != self.kept_dims():
             raise Unfusable("a reduction result read at other dims than it was reduced to")
 
-    def window_use(self, eqn: Eqn, mapping: tuple, analysis: bool = False) -> Use:
-        """The kernel input a window eqn reads, at ``mapping``, through its index map.
-        The analysis only needs to know there is a window (its loops stay unmerged)."""
+    def window_use(self, eqn: Eqn, mapping: tuple) -> Use:
+        """The kernel input a window eqn reads, at ``mapping``, through its index map."""
         x = eqn.inputs[0]
-        if x not in self.leaves:
-            raise Unfusable(f"{eqn.prim.name} of a value computed in the kernel")
-        window = ((0, 1),) * x.aval.ndim if analysis else self._window(eqn)
-        return Use(self.leaves[x], x.aval.shape, mapping, window)
+        return Use(self.leaves[x], x.aval.shape, mapping, self.window_of(eqn))
+
+    def _index_mapped(self, eqn: Eqn, mapping: tuple, key) -> Scalar:
+        """The value of a chain of windows, pads and concatenates at ``mapping``: one
+        expression that selects the element it reads (``IndexMap``)."""
+        index_map = IndexMap(self, tuple((0, 1, d) for d in mapping))
+        expression, deps = index_map.read(eqn)
+        var = eqn.outputs[0]
+        comment = self.program.comment(eqn)
+        return self.builder.place(key, self._prefix(var), expression, deps, comment)
 
     def output_use(self, top: Var, array: str | None = None) -> Use:
         """Where the kernel stores its output ``top``: ``array`` when given, else straight
@@ -237,7 +267,7 @@ class KernelWriter:
         mapping = identity_mapping(shape)
         return Use(program.atom(operand), operand.aval.shape, mapping, tuple(starts))
 
-    def _window(self, eqn: Eqn) -> tuple:
+    def window_of(self, eqn: Eqn) -> tuple:
         params, shape = eqn.params, eqn.inputs[0].aval.shape
         if eqn.prim.name == "slice":
             return tuple(zip(params["start_indices"], params["strides"], strict=True))
@@ -303,8 +333,10 @@ class KernelWriter:
             result = self.results[var]
             return result if isinstance(result, Scalar) else builder.load(result, self._prefix(var))
         eqn = self.producer[var]
-        if eqn.prim.name in WINDOWS:
+        if eqn.prim.name in WINDOWS and eqn.inputs[0] in self.leaves:
             return builder.load(self.window_use(eqn, mapping), self._prefix(var))
+        if eqn.prim.name in INDEXED:
+            return self._index_mapped(eqn, mapping, key)
         if eqn.prim.name == "iota":
             return self._iota(eqn, mapping, key, self._prefix(var))
         if eqn.prim.name not in _PASS_THROUGH and eqn.prim.pattern is not Pattern.ELEMENTWISE:
@@ -360,6 +392,145 @@ class KernelWriter:
             self.store(use, var)
         for _ in builder.groups:
             builder.close()
+
+
+def _plus(a, b):
+    """``a + b`` for ints or names of scalars (kept an int where both are)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if a == 0 or b == 0:
+        return b if a == 0 else a
+    return f"({a} + {b})"
+
+
+def _times(k: int, a):
+    if isinstance(a, int):
+        return k * a
+    return a if k == 1 else f"{k} * {a}"
+
+
+class IndexMap:
+    """The element a chain of reads by index arithmetic reads at the current point.
+
+    ``dims`` holds, per dim of the value read, ``(start, stride, d)``: its index is
+    ``start + stride * i`` for ``i`` the index of iteration dim ``d`` (``start`` alone
+    where ``d`` is None); ``start`` is an int or the name of a scalar computed before
+    the loops (a dynamic window's clamped start). A window composes its own starts and
+    strides in; a pad tests its operand's bounds and reads it or the padding value; a
+    concatenate tests which piece the index falls in. ``read`` returns the expression
+    and the loop groups it reads."""
+
+    def __init__(self, writer: KernelWriter, dims: tuple):
+        self.writer = writer
+        self.dims = dims
+
+    def read(self, eqn: Eqn) -> tuple[str, frozenset]:
+        name = eqn.prim.name
+        if name in WINDOWS:
+            return self._window(eqn)
+        if name == "pad":
+            return self._pad(eqn)
+        return self._concatenate(eqn)
+
+    def _at(self, x, dims: tuple) -> tuple[str, frozenset]:
+        """The element of ``x`` (a kernel input, or another read) at ``dims``."""
+        writer = self.writer
+        if x in writer.leaves:
+            window = tuple((start, stride) for start, stride, _ in dims)
+            mapping = tuple(d for _, _, d in dims)
+            use = Use(writer.leaves[x], x.aval.shape, mapping, window)
+            return writer.builder.element(use)
+        producer = writer.producer.get(x)
+        if producer is None or producer.prim.name not in INDEXED:
+            raise Unfusable("a window, pad or concatenate of a value the kernel computes")
+        return IndexMap(writer, dims).read(producer)
+
+    def _window(self, eqn: Eqn) -> tuple[str, frozenset]:
+        window = self.writer.window_of(eqn)
+        dims = tuple(
+            (_plus(first, _times(step, start)), step * stride, d)
+            for (first, step), (start, stride, d) in zip(window, self.dims, strict=True)
+        )
+        return self._at(eqn.inputs[0], dims)
+
+    def _pad(self, eqn: Eqn) -> tuple[str, frozenset]:
+        x, padding_value = eqn.inputs
+        value = self.writer.value(padding_value, ())
+        inner, tests, deps = [], [], set(value.deps)
+        for k, (low, high) in enumerate(eqn.params["padding_config"]):
+            start, stride, d = self.dims[k]
+            inner.append((_plus(start, -low), stride, d))
+            if not (low or high):
+                continue
+            size = x.aval.shape[k]
+            inside = self._inside(k, low, low + size)
+            if inside is False or size == 0:
+                return value.name, frozenset(value.deps)
+            if inside is not True:
+                tests.append(inside[0])
+                deps |= inside[1]
+        element, element_deps = self._at(x, tuple(inner))
+        if not tests:
+            return element, element_deps
+        test = " and ".join(tests)
+        return f"({element} if {test} else {value.name})", frozenset(deps | element_deps)
+
+    def _concatenate(self, eqn: Eqn) -> tuple[str, frozenset]:
+        axis = eqn.params["dimension"]
+        pieces, at = [], 0  # (operand, its first index) for those the index may fall in
+        for x in eqn.inputs:
+            size = x.aval.shape[axis]
+            if size and self._inside(axis, at, at + size) is not False:
+                pieces.append((x, at))
+            at += size
+        start, stride, d = self.dims[axis]
+        expression, deps = "", set()
+        for x, first in reversed(pieces):
+            dims = list(self.dims)
+            dims[axis] = (_plus(start, -first), stride, d)
+            element, element_deps = self._at(x, tuple(dims))
+            deps |= element_deps
+            if not expression:  # the last piece: where no test before it holds
+                expression = element
+                continue
+            test, test_deps = self._inside(axis, None, first + x.aval.shape[axis])
+            deps |= test_deps
+            expression = f"({element} if {test} else {expression})"
+        return expression, frozenset(deps)
+
+    def _inside(self, k: int, low: int | None, high: int):
+        """Whether index ``k`` lies in ``[low, high)`` (no lower bound if ``low`` is
+        None): True or False when the loop's extent decides it, else the test's source
+        and the loop groups it reads."""
+        start, stride, d = self.dims[k]
+        if isinstance(start, int):
+            extent = 1 if d is None else self.writer.shape[d]
+            ends = (start, start + stride * (extent - 1))
+            least, most = min(ends), max(ends)
+            if (low is not None and most < low) or least >= high:
+                return False
+            if low is not None and least >= low:
+                low = None  # the loop never reaches below it
+            if most < high:
+                high = None
+            if low is None and high is None:
+                return True
+        index, deps = self._index(start, stride, d)
+        if low is None:
+            return f"{index} < {high}", deps
+        return (f"{low} <= {index}" if high is None else f"{low} <= {index} < {high}"), deps
+
+    def _index(self, start, stride: int, d) -> tuple[str, frozenset]:
+        if d is None:
+            return str(start), frozenset()
+        builder = self.writer.builder
+        k = next(k for k, g in enumerate(builder.groups) if g.dims == (d,))
+        index = builder.groups[k].index
+        if stride != 1:
+            index = f"{stride} * {index}"
+        if start != 0:
+            index = f"{start} + {index}"
+        return (index if index.isidentifier() else f"({index})"), frozenset([k])
 
 
 def as_kernel(eqn: Eqn) -> Kernel:
