@@ -105,6 +105,15 @@ def threaded_dot(a, b, out, threads):
 
 
 @njit(**_JIT)
+def swap_threads(threads):
+    """Run OpenBLAS on ``threads`` threads; the count it had (a large product unit's
+    call, ``contraction.write_gemm``, sets it back after its products)."""
+    previous = _get_threads()
+    _set_threads(np.intc(threads))
+    return previous
+
+
+@njit(**_JIT)
 def enter_single_threaded(allowed):
     """Cap the calling thread's Numba thread count (``threads.cap_numba_threads``) and
     run OpenBLAS on one thread; the counts they had, for ``leave_single_threaded``."""

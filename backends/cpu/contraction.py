@@ -25,6 +25,7 @@ call per batch with the transposes and sizes in the text (``into_array``, ``gemm
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -75,12 +76,10 @@ def write_dot(
     out_aval,
     params,
     in_block=None,
-    into: bool = False,
 ):
     """Lines that bind ``out`` to the ``dot_general`` of ``lhs`` and ``rhs``, and whether
-    ``in_block`` wrote into them. With ``into``, ``out`` is an allocated C-contiguous array
-    the product is written into (a product kernel's output parameter, ``units``): floats
-    on one thread only (``into_array``).
+    ``in_block`` wrote into them: a product the launcher writes inline (``write_gemm``
+    writes a product unit's).
 
     ``in_block(low, high)``, when given, returns the lines that finish rows ``low`` to
     ``high`` of ``out`` (a contraction kernel's epilogue) as (the lines that read no row,
@@ -113,11 +112,7 @@ def write_dot(
             left, left_t, right, right_t, product, dtype, out_aval.dtype, sizes, fresh
         )
         return lines + reshape, False
-    if into:
-        lines.append(f"{product} = {out}.reshape({tuple_source((batch, rows, columns))})")
-        reshape = []
-    else:
-        lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
+    lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
     program.calls_blas = True
     large = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS
     threaded = large and _threaded_blas()  # BLAS splits the product as it sees fit
@@ -128,13 +123,6 @@ def write_dot(
         left, left_t = rows_first, False
     b, indent = _batch_loop(batch, fresh, lines)
     right_b = _matrix(right, right_t, b)
-    assert not (into and parallel), "a product written into an array runs on one thread"
-    if into:  # BLAS itself, its flags and sizes in the kernel's text (``gemm.py``)
-        gemm = program.function(GEMM_MODULE, "gemm")
-        matrices = f"{left}[{b}], {right}[{b}], {product}[{b}]"
-        flags = f"{int(left_t)}, {int(right_t)}, {rows}, {columns}, {depth}"
-        lines.append(f"{indent}{gemm}({matrices}, {flags})")
-        return lines, False
     if not parallel:
         lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
         return lines + reshape, False
@@ -162,31 +150,119 @@ def write_dot(
     return lines + reshape, finish is not None
 
 
+@dataclass(frozen=True)
+class Matrices:
+    """How BLAS reads each batch's matrix of a C-contiguous operand where it lies:
+    ``transposed`` (stored columns first), ``leading`` (elements between the stored
+    rows), and per batch dimension its size and stride, in the product's batch order."""
+
+    transposed: bool
+    leading: int
+    batch: tuple[tuple[int, int], ...]
+
+
+def matrices(aval, batch, rows, columns) -> Matrices | None:
+    """The ``Matrices`` of an operand read as (batch, rows, columns) over the dimension
+    groups ``batch``, ``rows``, ``columns`` (each in the product's order), or None where
+    BLAS cannot read them without a copy: a group's dimensions must flatten to one stride
+    (``x.transpose(0, 2, 1, 3)`` flattens; a group split by another does not), and the
+    rows' or the columns' stride must be one."""
+    shape = aval.shape
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+
+    def stride(dims) -> int | None:  # of the group flattened; 0 for a group of size one
+        dims = [d for d in dims if shape[d] != 1]
+        if any(
+            strides[a] != strides[b] * shape[b] for a, b in zip(dims[:-1], dims[1:], strict=True)
+        ):
+            return None
+        return strides[dims[-1]] if dims else 0
+
+    m = math.prod(shape[d] for d in rows)
+    k = math.prod(shape[d] for d in columns)
+    row, column = stride(rows), stride(columns)
+    if row is None or column is None:
+        return None
+    batch_dims = tuple((shape[d], strides[d]) for d in batch if shape[d] != 1)
+    if (column == 1 or k == 1) and (m == 1 or row >= k):
+        return Matrices(False, row if m > 1 else max(k, 1), batch_dims)
+    if (row == 1 or m == 1) and (k == 1 or column >= m):
+        return Matrices(True, column if k > 1 else max(m, 1), batch_dims)
+    return None
+
+
+def _groups(lhs_aval, rhs_aval, params):
+    """Each operand's (batch, rows, columns) dimension groups as ``gemm`` reads them:
+    the lhs as (batch, free, contract), the rhs as (batch, contract, free)."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+    lhs_free = [d for d in range(len(lhs_aval.shape)) if d not in lhs_contract + lhs_batch]
+    rhs_free = [d for d in range(len(rhs_aval.shape)) if d not in rhs_contract + rhs_batch]
+    return (
+        (list(lhs_batch), lhs_free, list(lhs_contract)),
+        (list(rhs_batch), list(rhs_contract), rhs_free),
+    )
+
+
 def into_array(lhs_aval, rhs_aval, out_aval, params) -> bool:
-    """Whether ``write_dot`` can write this product ``into`` an array: one BLAS call per
-    batch on one thread (below ``PARALLEL_FLOPS``), of floats BLAS multiplies, into an
-    array of more than one element, from operands whose axes need no copy (a kernel
-    allocates nothing)."""
-    if not out_aval.shape:
+    """Whether ``write_gemm`` can write this product into an array, as a product unit:
+    floats BLAS multiplies, into an array of more than one element, from operands BLAS
+    reads where they lie (``matrices``: a kernel allocates nothing), on one thread or, a
+    large product (``PARALLEL_FLOPS``), on OpenBLAS's threads (``blas.AVAILABLE``)."""
+    if not out_aval.shape or out_aval.size < 2:
         return False
     kinds = {aval.dtype for aval in (lhs_aval, rhs_aval, out_aval)}
     if kinds not in ({np.dtype(np.float32)}, {np.dtype(np.float64)}):
         return False
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+    (lhs_contract, _), _ = params["dimension_numbers"]
     depth = math.prod(lhs_aval.shape[d] for d in lhs_contract)
-    if out_aval.size < 2 or depth < 1 or 2 * out_aval.size * depth >= PARALLEL_FLOPS:
+    if depth < 1 or (_large(out_aval, depth) and not _threaded_blas()):
         return False
-    lhs_free = [d for d in range(len(lhs_aval.shape)) if d not in lhs_contract + lhs_batch]
-    rhs_free = [d for d in range(len(rhs_aval.shape)) if d not in rhs_contract + rhs_batch]
-    orders = (
-        (lhs_aval, list(lhs_batch), lhs_free, list(lhs_contract)),
-        (rhs_aval, list(rhs_batch), list(rhs_contract), rhs_free),
+    (lhs, rhs) = _groups(lhs_aval, rhs_aval, params)
+    return matrices(lhs_aval, *lhs) is not None and matrices(rhs_aval, *rhs) is not None
+
+
+def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_aval, params):
+    """A product unit's lines (``into_array``): one ``gemm`` call per batch into ``out``,
+    the C-contiguous array the launcher allocated, each operand read where it lies
+    (``matrices``), every size, stride and transpose in the text; a large product on as
+    many of OpenBLAS's threads as the call's parallel loops have."""
+    (lhs_groups, rhs_groups) = _groups(lhs_aval, rhs_aval, params)
+    left = matrices(lhs_aval, *lhs_groups)
+    right = matrices(rhs_aval, *rhs_groups)
+    size = lambda aval, dims: math.prod(aval.shape[d] for d in dims)  # noqa: E731
+    rows, depth = size(lhs_aval, lhs_groups[1]), size(lhs_aval, lhs_groups[2])
+    columns = size(rhs_aval, rhs_groups[2])
+    fresh, lines, indent = program.fresh, [], ""
+    offsets = [[], [], []]  # per operand and the product: the terms of a batch's offset
+    out_stride = rows * columns
+    for (extent, lhs_stride), (_, rhs_stride) in zip(left.batch, right.batch, strict=True):
+        index = fresh("b")
+        lines.append(f"{indent}for {index} in range({extent}):")
+        indent += "    "
+        for terms, stride in zip(offsets[:2], (lhs_stride, rhs_stride), strict=True):
+            terms.append(f"{index} * {stride}")
+        offsets[2] = [f"({' + '.join(offsets[2])}) * {extent}"] if offsets[2] else []
+        offsets[2].append(index)
+    product_terms = offsets[2]
+    if product_terms:
+        product_terms = [f"({' + '.join(product_terms)}) * {out_stride}"]
+    starts = [" + ".join(terms) or "0" for terms in (*offsets[:2], product_terms)]
+    gemm = program.function(GEMM_MODULE, "gemm")
+    flags = f"({int(left.transposed)}, {int(right.transposed)})"
+    call = (
+        f"{gemm}({lhs}, {rhs}, {out}, ({', '.join(starts)}), {flags}, "
+        f"({rows}, {columns}, {depth}), ({left.leading}, {right.leading}))"
     )
-    for aval, batch, free, contract in orders:
-        order = list(range(len(aval.shape)))
-        if order not in (batch + free + contract, batch + contract + free):
-            return False
-    return True
+    lines.append(indent + call)
+    if _large(out_aval, depth):
+        swap = program.function(BLAS_MODULE, "swap_threads")
+        previous = fresh("blas_threads")
+        lines = [f"{previous} = {swap}({_threads(program)})", *lines, f"{swap}({previous})"]
+    return lines
+
+
+def _large(out_aval, depth: int) -> bool:
+    return 2 * out_aval.size * depth >= PARALLEL_FLOPS
 
 
 def _threaded_blas() -> bool:

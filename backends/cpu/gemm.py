@@ -25,26 +25,37 @@ for _name in ("sgemm", "dgemm"):
 
 
 @intrinsic
-def gemm(typingctx, a, b, c, a_transposed, b_transposed, rows, columns, depth):
-    """``c = op(a) @ op(b)`` for C-contiguous row-major matrices: ``op(a)`` is ``rows`` x
-    ``depth``, stored transposed (``depth`` x ``rows``) where ``a_transposed``; ``op(b)``
-    is ``depth`` x ``columns``, likewise; ``c`` is ``rows`` x ``columns``. Only the data
-    pointers of the arrays are read (any rank: the kernel passes a batch's matrix)."""
+def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
+    """``c = op(a) @ op(b)`` for row-major matrices inside arrays: ``op(a)`` is ``rows`` x
+    ``depth`` and starts ``offsets[0]`` elements into ``a``, its rows ``leading[0]``
+    elements apart, or stored transposed (``depth`` x ``rows``, rows of ``rows``
+    elements ``leading[0]`` apart) where ``transposed[0]``; ``op(b)`` is ``depth`` x
+    ``columns``, likewise; ``c`` is ``rows`` x ``columns`` from ``offsets[2]``, its rows
+    ``columns`` apart. ``sizes`` is (rows, columns, depth). Only the arrays' data
+    pointers are read, so a kernel passes its arrays whole and a batch's matrix, or a
+    strided view of one (``x.transpose(0, 2, 1, 3)``'s), by its offset and leading
+    dimension: BLAS reads it where it lies."""
     arrays = (a, b, c)
     if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays):
         raise TypingError(f"gemm multiplies C-contiguous arrays, not {arrays}")
     if len({x.dtype for x in arrays}) != 1 or a.dtype not in (types.float32, types.float64):
         raise TypingError(f"gemm multiplies float32 or float64 arrays, not {arrays}")
+    for name, group, count in (("offsets", offsets, 3), ("transposed", transposed, 2)):
+        if not (isinstance(group, types.UniTuple) and group.count == count):
+            raise TypingError(f"gemm's {name} are a tuple of {count} integers, not {group}")
     symbol = "numbax_sgemm" if a.dtype == types.float32 else "numbax_dgemm"
 
     def codegen(context, builder, signature, values):
         i32, i8 = ir.IntType(32), ir.IntType(8)
         real = context.get_value_type(signature.args[0].dtype)
+        starts = cgutils.unpack_tuple(builder, values[3])
         data = [
-            context.make_array(t)(context, builder, v).data
-            for t, v in zip(signature.args[:3], values[:3], strict=True)
+            builder.gep(context.make_array(t)(context, builder, v).data, [start])
+            for t, v, start in zip(signature.args[:3], values[:3], starts, strict=True)
         ]
-        m, n, k = (builder.trunc(v, i32) for v in values[5:8])
+        m, n, k = (builder.trunc(v, i32) for v in cgutils.unpack_tuple(builder, values[5]))
+        lda, ldb = (builder.trunc(v, i32) for v in cgutils.unpack_tuple(builder, values[6]))
+        a_t, b_t = cgutils.unpack_tuple(builder, values[4])
 
         def by_reference(value):  # in the entry block: the call may sit in a loop
             return cgutils.alloca_once_value(builder, value)
@@ -54,11 +65,6 @@ def gemm(typingctx, a, b, c, a_transposed, b_transposed, rows, columns, depth):
             return builder.select(transposed, ir.Constant(i8, ord("T")), ir.Constant(i8, ord("N")))
 
         # Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
-        a_t, b_t = values[3], values[4]
-        zero = ir.Constant(a_t.type, 0)
-        lda = builder.select(builder.icmp_signed("!=", a_t, zero), m, k)
-        zero = ir.Constant(b_t.type, 0)
-        ldb = builder.select(builder.icmp_signed("!=", b_t, zero), k, n)
         pointer = real.as_pointer()
         arguments = [
             by_reference(flag(b_t)),
@@ -80,4 +86,4 @@ def gemm(typingctx, a, b, c, a_transposed, b_transposed, rows, columns, depth):
         builder.call(function, arguments)
         return context.get_dummy_value()
 
-    return types.void(a, b, c, a_transposed, b_transposed, rows, columns, depth), codegen
+    return types.void(a, b, c, offsets, transposed, sizes, leading), codegen

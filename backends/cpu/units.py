@@ -288,7 +288,7 @@ def write_product(program: _ProgramWriter, dot, lhs: Var, rhs: Var, out: Var) ->
     in another axis order are copied). The operands are the launcher's C-contiguous
     arrays; which one BLAS reads transposed, and every shape, is in the kernel's text,
     hence in its key. The program calls BLAS (``calls_blas``) as it did inline."""
-    from .contraction import into_array, write_dot
+    from .contraction import into_array, write_gemm
 
     avals = (lhs.aval, rhs.aval, out.aval)
     if not into_array(*avals, dot.params):
@@ -299,8 +299,7 @@ def write_product(program: _ProgramWriter, dot, lhs: Var, rhs: Var, out: Var) ->
     context = KernelContext(program, body, {})
     a, b = context.name(lhs), context.name(rhs)
     c = context.allocate(out)
-    lines, _ = write_dot(context, a, lhs.aval, b, rhs.aval, c, out.aval, dot.params, into=True)
-    context.emit(*lines)
+    context.emit(*write_gemm(context, a, lhs.aval, b, rhs.aval, c, out.aval, dot.params))
     written = context.written("product")
     if written is None:
         return False
@@ -338,13 +337,51 @@ def _argument(program: _ProgramWriter, atom) -> str:
 # --- compiling and loading ----------------------------------------------------------------
 
 
-def addresses(units: list[Unit], cache_dir: str | None) -> tuple[np.ndarray, Counter]:
+def start(units: list[Unit], cache_dir: str | None) -> dict:
+    """Hand the kernels of ``units`` that this process has not compiled and the disk
+    cache does not hold to compile workers (``compile_workers``), their modules written
+    where the workers read them; their futures by key (none where this process compiles
+    every kernel itself). The launcher compiles meanwhile; ``addresses`` collects them."""
+    if cache_dir is None:
+        return {}
+    from . import compile_workers
+
+    folder = Path(cache_dir) / "cpu"
+    new = [
+        unit
+        for unit in units
+        if unit.key not in _COMPILED and not _compiled_files(folder, (unit.module_name,))
+    ]
+    if len(new) < compile_workers.MIN_NEW_KERNELS or compile_workers.worker_count() == 0:
+        return {}
+    for unit in new:
+        load_module(unit.source, unit.module_name, cache_dir)
+    return compile_workers.submit(new, cache_dir)
+
+
+def addresses(
+    units: list[Unit], cache_dir: str | None, started: dict | None = None
+) -> tuple[np.ndarray, Counter]:
     """The machine-code address of each unit's kernel, compiled or loaded, and how many
-    were compiled, taken from memory, loaded from disk."""
+    were compiled here, compiled in a worker (``started``), taken from memory, loaded from
+    disk. A kernel no worker has begun is taken back and compiled here, the last first
+    (the workers take the first first); a worker's failure is compiled again here, which
+    raises the error itself if it is the kernel's."""
+    started = dict(started or {})
+    for unit in reversed(units):
+        future = started.get(unit.key)
+        if future is not None and future.cancel():
+            del started[unit.key]
+    by_worker = set()
+    for key, future in started.items():
+        if future.exception() is None:
+            by_worker.add(key)
     counts: Counter = Counter()
     found = []
     for unit in units:
         function, outcome = _kernel(unit, cache_dir)
+        if unit.key in by_worker and outcome == "disk":
+            outcome = "worker"
         counts[outcome] += 1
         found.append(function.address)
     with _LOCK:
@@ -368,12 +405,24 @@ def _kernel(unit: Unit, cache_dir: str | None):
 
 def _compiled(unit: Unit, cache_dir: str | None):
     """``unit``'s kernel as a ``numba.cfunc``, loaded from or written to the disk cache."""
+    module = load_module(unit.source, unit.module_name, cache_dir)
+    return _cfunc(module, unit.name, cache_dir is not None)
+
+
+def compile_written(module_name: str, name: str, cache_dir: str) -> None:
+    """A compile worker's task (``compile_workers``): compile the kernel ``name`` of the
+    module ``start`` wrote under ``cache_dir`` into the disk cache."""
+    path = Path(cache_dir) / "cpu" / f"{module_name}.py"
+    source = path.read_text()
+    _cfunc(load_module(source, module_name, cache_dir), name, True)
+
+
+def _cfunc(module, name: str, cached: bool):
     from numba import cfunc
 
-    module = load_module(unit.source, unit.module_name, cache_dir)
-    _compile_loops(module, unit.name)
-    options = {"error_model": "numpy", "cache": cache_dir is not None}
-    return cfunc(module.SIGNATURE, **options)(getattr(module, unit.name))
+    _compile_loops(module, name)
+    options = {"error_model": "numpy", "cache": cached}
+    return cfunc(module.SIGNATURE, **options)(getattr(module, name))
 
 
 def _compile_loops(module, name: str) -> None:
@@ -388,9 +437,5 @@ def _compile_loops(module, name: str) -> None:
 def llvm_ir(unit: Unit) -> str:
     """The optimised LLVM IR of ``unit``'s kernel, compiled afresh in memory (code loaded
     from the disk cache keeps no IR)."""
-    from numba import cfunc
-
     module = load_module(unit.source, unit.module_name, None)
-    _compile_loops(module, unit.name)
-    options = {"error_model": "numpy"}
-    return cfunc(module.SIGNATURE, **options)(getattr(module, unit.name)).inspect_llvm()
+    return _cfunc(module, unit.name, False).inspect_llvm()

@@ -1,5 +1,7 @@
-"""A contraction's epilogue runs inside the blocks of rows of its product (split into them,
-or computed by one call on BLAS's threads just before).
+"""A contraction's epilogue runs inside the blocks of rows of its product, where a large
+product is split into blocks of rows because numbax cannot set its BLAS's threads (where
+it can, the product is a unit of its own on OpenBLAS's threads and its epilogue the next
+unit: ``test_kernel_units.py``).
 
 With the thresholds lowered so that every float product is large (run on all threads,
 with blocks of rows as small as one), each program below is compiled by the cpu backend
@@ -23,6 +25,7 @@ from numbax.backends.cpu import contraction
 def blocks(monkeypatch):
     monkeypatch.setattr(contraction, "PARALLEL_FLOPS", 0)
     monkeypatch.setattr(contraction, "MIN_ROWS", 1)
+    monkeypatch.setattr(contraction, "_threaded_blas", lambda: False)
     monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 1 << 40)  # no prange but the products'
 
 

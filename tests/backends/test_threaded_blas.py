@@ -1,6 +1,8 @@
-"""A large matrix product is one BLAS call on OpenBLAS's threads (``blas.threaded_dot``),
-which sets OpenBLAS's thread count back after the call; where the BLAS has no thread
-controls, the product is split into blocks of rows. Values against the interpreter."""
+"""A large matrix product is one BLAS call on OpenBLAS's threads: a product unit that
+sets OpenBLAS's thread count for its calls and back after them (``blas.swap_threads``),
+or, for operands BLAS cannot read where they lie, ``blas.threaded_dot`` in the launcher;
+where the BLAS has no thread controls, the product is split into blocks of rows. Values
+against the interpreter."""
 
 from __future__ import annotations
 
@@ -43,9 +45,22 @@ def _check(args):
 @pytest.mark.skipif(not blas.AVAILABLE, reason="SciPy's BLAS is not an OpenBLAS with threads")
 def test_large_products_are_one_call_on_openblas_threads(large):
     source = _check(_inputs())
-    assert source.count("nbx_blas.threaded_dot(") == 2, source
+    # Two distinct products (``x @ w`` twice is one), each a unit between swaps.
+    assert source.count("= nbx_blas.swap_threads(nbx_threads.numba_threads())") == 2, source
+    assert source.count("nbx_gemm.gemm(") == 2 and "threaded_dot" not in source, source
     assert "np.dot(" not in source and "ascontiguousarray" not in source, source
-    assert source.count("in range(low_") == 2, source  # both epilogues, in row blocks
+
+
+@pytest.mark.skipif(not blas.AVAILABLE, reason="SciPy's BLAS is not an OpenBLAS with threads")
+def test_a_large_product_of_operands_blas_cannot_read_in_place_is_threaded_dot(large):
+    def product(x, y):  # x's contraction split by its rows: copied, then one call
+        return np.einsum("kij,kjl->il", x, y)
+
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((3, 6, 4)), rng.standard_normal((3, 4, 5))
+    source = numbax.jit(product).lower(x, y).source()
+    assert "nbx_blas.threaded_dot(" in source and "ascontiguousarray" in source, source
+    np.testing.assert_allclose(numbax.jit(product)(x, y), product(x, y), rtol=1e-12)
 
 
 def test_without_thread_controls_products_are_split_into_row_blocks(large, monkeypatch):
