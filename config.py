@@ -11,6 +11,7 @@
 | NUMBAX_TRACEBACK_FILTERING | off: keep numbax's own frames in error tracebacks           |
 | NUMBAX_TIERED              | 0: first calls wait for the compiled program, not interpret |
 | NUMBAX_HEAP_TUNING         | 0: leave glibc's heap thresholds alone (backends/cpu/heap)  |
+| NUMBAX_COMPILE_WORKERS     | processes compiling kernels beside a compile (cpus - 1)     |
 | NUMBAX_MPI_CHECK           | 1: processes check each collective matches (distributed.md) |
 
 This module imports nothing from numbax, so every stage may read it.
@@ -28,6 +29,15 @@ def _flag(name: str) -> bool:
 
 def _on_unless_off(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _count(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    if not value.isdigit():
+        raise ValueError(f"{name} must be a whole number of processes, not {value!r}")
+    return int(value)
 
 
 def _default_cache_dir() -> str | None:
@@ -53,6 +63,9 @@ class Config:
     tiered: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_TIERED"))
     # Whether the first cpu compile sets glibc's heap thresholds (backends/cpu/heap.py).
     heap_tuning: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_HEAP_TUNING"))
+    # Worker processes that compile a program's new kernels while its launcher compiles
+    # (backends/cpu/compile_workers.py); None: one fewer than the CPUs numbax may use.
+    compile_workers: int | None = field(default_factory=lambda: _count("NUMBAX_COMPILE_WORKERS"))
     # Before each collective, processes exchange what they call and raise on a mismatch.
     mpi_check: bool = field(default_factory=lambda: _flag("NUMBAX_MPI_CHECK"))
 

@@ -28,11 +28,12 @@ class CompileStats:
     # rest is Numba's typing and lowering. None where the backend does not tell it.
     llvm_s: float | None = None
     # The program's distinct kernels compiled as units of their own, by outcome:
-    # "compiled", "memory" (compiled or loaded earlier in this process), "disk" (loaded
-    # from the disk cache). None where the backend compiles no kernel on its own.
+    # "compiled" (here), "worker" (in a compile worker, while the launcher compiled),
+    # "memory" (compiled or loaded earlier in this process), "disk" (loaded from the disk
+    # cache). None where the backend compiles no kernel on its own.
     kernels: dict | None = None
-    # The part of ``backend_s`` spent compiling or loading those kernels; the rest, and
-    # ``llvm_s``, is the program that launches them.
+    # The part of ``backend_s`` spent compiling or loading those kernels after the
+    # program that launches them (the rest, and ``llvm_s``) was compiled.
     kernels_s: float = 0.0
 
     def __str__(self) -> str:
@@ -46,8 +47,10 @@ class CompileStats:
             backend += f" ({split}) ({outcome})" if split else f" ({outcome})"
         else:
             counts = [self.kernels.get(k, 0) for k in ("compiled", "memory", "disk")]
-            backend += " (kernels {}: {} new, {} from memory, {} from disk; ".format(
-                _ms(self.kernels_s), *counts
+            workers = self.kernels.get("worker", 0)
+            new = f"{counts[0] + workers} new" + (f" ({workers} in workers)" if workers else "")
+            backend += " (kernels {}: {}, {} from memory, {} from disk; ".format(
+                _ms(self.kernels_s), new, *counts[1:]
             )
             backend += f"launcher: {split}{', ' if split else ''}{outcome})"
         return f"optimise {_ms(self.optimize_s)}, codegen {_ms(self.codegen_s)}, {backend}"

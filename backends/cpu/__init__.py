@@ -61,21 +61,25 @@ class CpuBackend:
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
         then its own kernel), for tests and for debugging the passes. The caller writes
         the last outputs into its arguments ``writes`` (``backends.results``)."""
-        from . import cache, heap, threads, units
+        from . import cache, compile_workers, heap, threads, units
         from .executable import CpuExecutable
         from .program import write_program
 
         heap.keep_freed_memory()
         threads.launch_numba_threads()
+        compile_workers.start_workers(config.cache_dir)
         clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()
         generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
         codegen_s = clock.lap()
-        addresses, kernels = units.addresses(generated.units, config.cache_dir)
-        kernels_s = clock.elapsed()
+        # New kernels compile in worker processes while the launcher compiles here.
+        started = units.start(generated.units, config.cache_dir)
         in_memory = cache.is_loaded(generated.launcher)
         function = cache.load(generated.launcher, generated.function_name, config.cache_dir)
+        launcher_s = clock.elapsed()
+        addresses, kernels = units.addresses(generated.units, config.cache_dir, started)
+        kernels_s = clock.elapsed() - launcher_s
         outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
         llvm_s = None if in_memory else cache.llvm_seconds(function)
         kernels = kernels if generated.units else None

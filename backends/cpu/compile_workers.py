@@ -1,0 +1,162 @@
+"""Kernels compiled on the machine's other cores while this process compiles the launcher.
+
+Numba compiles under one process-wide lock, so threads cannot compile two functions at
+once; processes can. A program's new kernels (``units``) are independent of each other
+and of their launcher, whose machine code holds no kernel address, so the backend hands
+them to worker processes, compiles the launcher meanwhile, and then loads each kernel
+from the disk cache the workers wrote (``units.addresses``). A kernel no worker has
+started by then is taken back and compiled here, so a slow or busy worker never makes a
+compile slower than compiling everything in this process.
+
+The workers are plain subprocesses (``python -m numbax.backends.cpu.compile_workers``),
+not ``multiprocessing``'s: a spawned ``multiprocessing`` child imports the user's main
+script again, which a script without an ``if __name__ == "__main__"`` guard cannot bear.
+A worker reads one kernel per line on stdin (its module name, function name and the
+cache folder, as JSON), compiles it exactly as ``units`` does with Numba's disk cache
+on, and answers one line. Workers start at the first compile with at least
+``MIN_NEW_KERNELS`` new kernels and live as long as the process; they end with it (their
+stdin closes; a worker busy compiling is killed, so a finished script never waits for
+one, and a kernel file Numba had not finished writing is never indexed).
+
+How many: ``NUMBAX_COMPILE_WORKERS`` (0 compiles everything here), else one fewer than
+the CPUs the process may run on (``threads.affinity_cpus``), at most ``MAX_WORKERS``;
+none without a disk cache, which is how kernels come back.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+
+from ...config import config
+
+MIN_NEW_KERNELS = 2
+MAX_WORKERS = 8
+
+_LOCK = threading.Lock()
+_QUEUE: queue.SimpleQueue = queue.SimpleQueue()  # (unit, cache folder, future)
+_THREADS: list[threading.Thread] = []  # one daemon thread per worker process
+_WORKERS: list[subprocess.Popen] = []
+
+
+def worker_count() -> int:
+    """The number of worker processes a compile may use (module doc)."""
+    if config.compile_workers is not None:
+        return max(0, min(config.compile_workers, MAX_WORKERS))
+    from .threads import affinity_cpus
+
+    return max(0, min(affinity_cpus() - 1, MAX_WORKERS))
+
+
+def start_workers(cache_dir: str | None) -> None:
+    """Start the worker processes (once per process) as a compile begins: a worker takes
+    a second or more to import Numba, which the passes and code generation hide."""
+    count = worker_count()
+    if cache_dir is not None and count > 0:
+        _start_threads(count)
+
+
+def submit(units: list, cache_dir: str | None) -> dict[str, Future]:
+    """Start compiling ``units`` (new kernels, their modules written under ``cache_dir``)
+    in worker processes; their futures by key, or none where this process compiles them
+    itself (no disk cache, no worker allowed, too few kernels). A future not yet running
+    can be cancelled: this process then compiles that kernel itself."""
+    count = worker_count()
+    if cache_dir is None or count == 0 or len(units) < MIN_NEW_KERNELS:
+        return {}
+    _start_threads(count)
+    futures = {}
+    for unit in units:
+        futures[unit.key] = Future()
+        _QUEUE.put((unit, cache_dir, futures[unit.key]))
+    return futures
+
+
+def _start_threads(count: int) -> None:
+    # Daemon threads: the interpreter's exit joins none of them (module doc).
+    with _LOCK:
+        if not _THREADS:
+            atexit.register(_end_workers)
+        while len(_THREADS) < count:
+            thread = threading.Thread(target=_serve_queue, name="numbax-compile-worker")
+            thread.daemon = True
+            _THREADS.append(thread)
+            thread.start()
+
+
+def _serve_queue() -> None:
+    """A pool thread: kernels from the queue, each compiled in this thread's worker."""
+    worker = _start_worker()
+    while True:
+        unit, cache_dir, future = _QUEUE.get()
+        if not future.set_running_or_notify_cancel():
+            continue  # taken back: the compiling process compiles it itself
+        try:
+            if worker is None or worker.poll() is not None:
+                worker = _start_worker()
+            _compile_in(worker, unit, cache_dir)
+        except BaseException as error:  # noqa: BLE001 - the future carries it
+            future.set_exception(error)
+        else:
+            future.set_result(None)
+
+
+def _compile_in(worker: subprocess.Popen, unit, cache_dir: str) -> None:
+    """Compile ``unit`` in ``worker``; raises what it reports."""
+    request = {"module": unit.module_name, "name": unit.name, "cache_dir": cache_dir}
+    worker.stdin.write(json.dumps(request) + "\n")
+    worker.stdin.flush()
+    answer = worker.stdout.readline()
+    if not answer:
+        raise RuntimeError(f"a numbax compile worker ended (exit status {worker.wait()})")
+    error = json.loads(answer).get("error")
+    if error:
+        raise RuntimeError(f"a numbax compile worker could not compile {unit.name}: {error}")
+
+
+def _start_worker() -> subprocess.Popen:
+    environment = dict(os.environ, NUMBAX_COMPILE_WORKERS="0")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", __name__],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=environment,
+    )
+    with _LOCK:
+        _WORKERS.append(worker)
+    return worker
+
+
+def _end_workers() -> None:
+    """At exit: every worker ended at once, whatever it was compiling (module doc)."""
+    with _LOCK:
+        for worker in _WORKERS:
+            worker.kill()
+
+
+def _serve() -> None:
+    """A worker's loop: one kernel per line of stdin, one answer per line of stdout."""
+    from . import threads, units
+
+    threads.launch_numba_threads()  # kernels link the threading layer's functions
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            units.compile_written(request["module"], request["name"], request["cache_dir"])
+            answer = {}
+        except Exception as error:  # noqa: BLE001 - reported; the parent compiles it again
+            answer = {"error": f"{type(error).__name__}: {error}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve()
