@@ -40,7 +40,7 @@ import numpy as np
 
 from . import dtypes
 from .core import ShapedArray
-from .errors import NumbaxError
+from .errors import CollectiveMismatchError
 from .primitive import Pattern, check, register
 from .serialize import COUNT, SIGNATURES, Signature, _tuple_of
 
@@ -66,10 +66,6 @@ REDUCIBLE = frozenset(
         "complex128",
     )
 )
-
-
-class CollectiveMismatchError(NumbaxError, RuntimeError):
-    """Processes disagree on which collective they call (debug mode ``NUMBAX_MPI_CHECK``)."""
 
 
 def communicator(comm_id: int):
@@ -128,7 +124,7 @@ def checked(name: str, arrays, params) -> None:
     avals = [ShapedArray(np.shape(a), np.asarray(a).dtype) for a in arrays]
     mine = fingerprint(name, avals, params)
     everyone = np.empty(comm.Get_size(), np.int64)
-    comm.Allgather(np.array([mine], np.int64), everyone)
+    comm.Allgather(_as_bytes(np.array([mine], np.int64)), _as_bytes(everyone))
     if (everyone != mine).any():
         raise CollectiveMismatchError(
             mismatch_message(comm.Get_rank(), description(name, avals, params), everyone)
@@ -218,9 +214,12 @@ def mpi_datatype(dtype: np.dtype):
     return MPI._typedict[np.dtype(dtype).char]
 
 
-def _as_bytes(array: np.ndarray) -> np.ndarray:
-    """A C-contiguous array's bytes: data movement is typeless (bfloat16 moves too)."""
-    return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+def _as_bytes(array: np.ndarray) -> list:
+    """A C-contiguous array's bytes as an MPI_BYTE buffer: data movement is typeless
+    (bfloat16 moves too), and the compiled program moves the same (``mpi_calls``)."""
+    from mpi4py import MPI
+
+    return [np.asarray(array, order="C").reshape(-1).view(np.uint8), MPI.BYTE]
 
 
 def _allreduce(name: str, op_name: str):
@@ -228,7 +227,7 @@ def _allreduce(name: str, op_name: str):
         from mpi4py import MPI
 
         checked(name, [x], {"comm": comm})
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")  # (ascontiguousarray makes a scalar 1-d)
         out = np.empty_like(x)
         kind = mpi_datatype(x.dtype)
         communicator(comm).Allreduce([x, kind], [out, kind], op=getattr(MPI, op_name))
@@ -240,13 +239,13 @@ def _allreduce(name: str, op_name: str):
 def _all_gather_impl(x, *, comm: int, size: int):
     checked("all_gather", [x], {"comm": comm, "size": size})
     out = np.empty((size, *np.shape(x)), np.asarray(x).dtype)
-    communicator(comm).Allgather(_as_bytes(x), _as_bytes(out).reshape(size, -1))
+    communicator(comm).Allgather(_as_bytes(x), _as_bytes(out))
     return out
 
 
 def _psum_scatter_impl(x, *, comm: int, size: int):
     checked("psum_scatter", [x], {"comm": comm, "size": size})
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     out = np.empty((x.shape[0] // size, *x.shape[1:]), x.dtype)
     kind = mpi_datatype(x.dtype)
     from mpi4py import MPI

@@ -98,6 +98,11 @@ class BatchingError(NumbaxError, ValueError):
     """``vmap`` given inconsistent axes or sizes, or a primitive it cannot batch."""
 
 
+class CollectiveMismatchError(NumbaxError, RuntimeError):
+    """The processes of an SPMD program disagree on the collective they call (its name,
+    shapes or dtypes), found by ``NUMBAX_MPI_CHECK=1`` (docs/distributed.md)."""
+
+
 class InternalCompilerError(NumbaxError, RuntimeError):
     """A backend failed on a program numbax generated from a valid trace: a numbax bug,
     never the user's. The message names the function, the failure and what to run

@@ -22,7 +22,7 @@ from mpi4py import MPI
 from numba import njit, types
 from numba_mpi.common import LIB
 
-from ...ir.collectives import CollectiveMismatchError  # noqa: F401 - raised by programs
+from ...ir.errors import CollectiveMismatchError  # noqa: F401 - raised by programs
 
 binding.load_library_permanently(LIB)
 

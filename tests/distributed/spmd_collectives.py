@@ -75,6 +75,8 @@ def cases() -> list[Case]:
     found = [
         Case("psum", nd.psum, lambda xs: [sum(xs)] * n, (3, 2)),
         Case("pmean", nd.pmean, lambda xs: [sum(xs) / n] * n, (3, 2)),
+        Case("psum_scalar", nd.psum, lambda xs: [sum(xs)] * n, ()),
+        Case("all_gather_scalar", nd.all_gather, lambda xs: [np.stack(xs)] * n, ()),
         Case("pmax", nd.pmax, lambda xs: [np.max(xs, 0)] * n, (5,)),
         Case("pmin", nd.pmin, lambda xs: [np.min(xs, 0)] * n, (5,)),
         Case("psum_int32", nd.psum, lambda xs: [sum(xs)] * n, (4,), "int32", False),
