@@ -213,17 +213,17 @@ def test_products_in_a_loop_body_are_folded():
 # --------------------------------------------------------------------------- values
 
 
+def numpy_weight_gradient(w, x):
+    cotangent = 1.0 - np.tanh(x @ w) ** 2
+    return np.einsum("bhwk,bhwo->ko", x, cotangent)
+
+
 @pytest.mark.parametrize("name", [*FOLDED, *KEPT])
 def test_values_match_numpy(backend, name):
     fn, args = (FOLDED.get(name) or KEPT[name])[:2]
     got = backend.to_host(numbax.jit(fn, backend=backend)(*args))
     want = numpy_weight_gradient(*args) if name == "weight_gradient" else fn(*args)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-
-
-def numpy_weight_gradient(w, x):
-    cotangent = 1.0 - np.tanh(x @ w) ** 2
-    return np.einsum("bhwk,bhwo->ko", x, cotangent)
 
 
 def test_dense_layer_over_a_sequence_matches_numpy(backend):
@@ -271,20 +271,43 @@ def test_gradients_through_folded_products_match_finite_differences(backend, nam
 # --------------------------------------------------------------------- generated code
 
 
+def product_calls(source: str) -> list[tuple[str, bool]]:
+    """Each BLAS call of generated ``source`` (``gemm``, ``np.dot``, ``threaded_dot``), and
+    whether a ``for`` loop of its function encloses it."""
+    lines = source.splitlines()
+    calls = []
+    for k, line in enumerate(lines):
+        if line.lstrip().startswith("#") or not re.search(r"\b(gemm|dot|threaded_dot)\(", line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        in_loop = False
+        for above in reversed(lines[:k]):
+            if above.startswith("def "):
+                break
+            stripped = above.lstrip()
+            if stripped.startswith("for ") and len(above) - len(stripped) < indent:
+                in_loop = True
+        calls.append((line.strip(), in_loop))
+    return calls
+
+
 def test_cpu_code_of_the_weight_gradient_is_one_gemm_call():
-    w, x = normal(K, OUT), normal(8, 6, 5, K)
+    w, x, g = normal(K, OUT), normal(8, 6, 5, K), normal(8, 6, 5, OUT)
     only_gradient = lambda w, x, g: numbax.grad(lambda w: np.sum((x @ w) * g))(w)  # noqa: E731
-    g = normal(8, 6, 5, OUT)
     lowered = numbax.jit(only_gradient, backend="cpu").lower(w, x, g)
     (dot,) = products(lowered.fused)
     assert dot.params["dimension_numbers"] == (((0, 1, 2), (0, 1, 2)), ((), ()))
+    assert "reduce_sum" not in prim_names(lowered.fused)  # no sum of products after it
     source = lowered.source()
-    sections = source.split("# --- kernel ")
-    (product,) = [s for s in sections[1:] if s.startswith("product")]
-    body = product.split("\ndef ", 1)[1]
-    calls = re.findall(r"\b(gemm|dot|threaded_dot)\(", body)
-    assert len(calls) == 1, body
-    assert not re.search(r"^\s*for ", body, re.MULTILINE), body  # no loop of small products
-    assert not any(s.startswith("reduction") for s in sections[1:])  # and no sum after it
+    ((call, in_loop),) = product_calls(source)  # one call, ...
+    assert not in_loop, call  # ... not a loop of 8 * 6 small products
     got = numbax.jit(only_gradient, backend="cpu")(w, x, g)
     np.testing.assert_allclose(got, np.einsum("bhwk,bhwo->ko", x, g), rtol=1e-12)
+
+
+def test_cpu_code_of_a_batch_of_products_loops_over_the_batch():
+    """The oracle of the test above: ``product_calls`` sees the loop it looks for."""
+    x, g = normal(8, 6, 5, K), normal(8, 6, 5, OUT)
+    batched = lambda x, g: np.einsum("bhwk,bhwo->bhko", x, g)  # noqa: E731
+    calls = product_calls(numbax.jit(batched, backend="cpu").lower(x, g).source())
+    assert calls and all(in_loop for _, in_loop in calls), calls
