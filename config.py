@@ -13,6 +13,7 @@
 | NUMBAX_HEAP_TUNING         | 0: leave glibc's heap thresholds alone (backends/cpu/heap)  |
 | NUMBAX_COMPILE_WORKERS     | processes compiling kernels beside a compile (cpus - 1)     |
 | NUMBAX_MPI_CHECK           | 1: processes check each collective matches (distributed.md) |
+| NUMBAX_PROGRESS            | 0: no progress line on stderr during a long compile         |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -68,6 +69,9 @@ class Config:
     compile_workers: int | None = field(default_factory=lambda: _count("NUMBAX_COMPILE_WORKERS"))
     # Before each collective, processes exchange what they call and raise on a mismatch.
     mpi_check: bool = field(default_factory=lambda: _flag("NUMBAX_MPI_CHECK"))
+    # A compile running past two seconds shows its progress on stderr, when stderr is a
+    # terminal or compiles are logged (backends/compile_progress.py).
+    progress: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_PROGRESS"))
 
 
 config = Config()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from ...config import config
 from ...ir.core import ClosedJaxpr
+from .. import compile_progress
 from ..compile_stats import CompileStats, Stopwatch
 
 # A kernel runs its outer loop on all cores (prange) from this much work on: its number
@@ -51,6 +52,7 @@ class CpuBackend:
         fused, _, plan = _optimize(closed, name) if optimize else (closed, None, None)
         return write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
 
+    @compile_progress.reported
     def compile(
         self,
         closed: ClosedJaxpr,
@@ -75,10 +77,15 @@ class CpuBackend:
         codegen_s = clock.lap()
         # New kernels compile in worker processes while the launcher compiles here.
         started = units.start(generated.units, config.cache_dir)
+        progress = compile_progress.current()
+        progress.expect(generated.units, started)
         in_memory = cache.is_loaded(generated.launcher)
         function = cache.load(generated.launcher, generated.function_name, config.cache_dir)
         launcher_s = clock.elapsed()
-        addresses, kernels = units.addresses(generated.units, config.cache_dir, started)
+        progress.launcher_done()
+        addresses, kernels = units.addresses(
+            generated.units, config.cache_dir, started, progress.kernel_done
+        )
         kernels_s = clock.elapsed() - launcher_s
         outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
         llvm_s = None if in_memory else cache.llvm_seconds(function)

@@ -360,13 +360,14 @@ def start(units: list[Unit], cache_dir: str | None) -> dict:
 
 
 def addresses(
-    units: list[Unit], cache_dir: str | None, started: dict | None = None
+    units: list[Unit], cache_dir: str | None, started: dict | None = None, on_done=None
 ) -> tuple[np.ndarray, Counter]:
     """The machine-code address of each unit's kernel, compiled or loaded, and how many
     were compiled here, compiled in a worker (``started``), taken from memory, loaded from
     disk. A kernel no worker has begun is taken back and compiled here, the last first
     (the workers take the first first); a worker's failure is compiled again here, which
-    raises the error itself if it is the kernel's."""
+    raises the error itself if it is the kernel's. ``on_done(key)`` as each is ready (the
+    compile's progress)."""
     started = dict(started or {})
     for unit in reversed(units):
         future = started.get(unit.key)
@@ -384,6 +385,8 @@ def addresses(
             outcome = "worker"
         counts[outcome] += 1
         found.append(function.address)
+        if on_done is not None:
+            on_done(unit.key)
     with _LOCK:
         COUNTS.update(counts)
     return np.array(found, dtype=np.int64), counts
