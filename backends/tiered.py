@@ -36,6 +36,17 @@ Which tier answers is decided per call, and each call is answered by one tier on
 - ``worth_interpreting`` declines programs the interpreter would run for longer than a
   compile takes (``interpreted_steps``: equations executed, counting every iteration of
   a loop of known length): those compile before their first call, as without tiering.
+- A program is interpreted twice only if that can win: once a call has been interpreted
+  to the end, a later call waits for the compiled program instead when the interpreted
+  call took longer than the compile has left (``remaining_compile_s``: extrapolated from
+  the compile's progress, ``backends/compile_progress.py``, or before it has any, from
+  ``COMPILE_S_PER_EQN``). Such a call could not end before the compile does, and while it
+  ran it would slow the compile down (both need the GIL). Measured on the models group's
+  training steps (full size, 2 loaded cores, float32), the interpreter runs a step 2-3x
+  slower than the compiled code (the time is in BLAS and large NumPy loops either way):
+  for those the rule keeps interpreting, and tiering stays the default. A program of many
+  small operations (NPBench's ``adi``: 2.26 s interpreted, milliseconds compiled) waits
+  from its second call on. ``waited_calls`` counts the calls that waited.
 
 The compiling thread is a daemon: a script that has finished exits at once, without
 waiting for a compile still running (a heat-equation script once waited 197 s at exit).
@@ -47,17 +58,23 @@ process compiles what is missing.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable
 
+from ..config import config
 from ..ir.core import ClosedJaxpr, Jaxpr
 from ..ir.interpret import Stopped, eval_jaxpr
+from . import compile_progress
 from .results import InterpreterResults
 
 # The backends whose executables take and return NumPy arrays, as the interpreter does.
 # A cuda executable returns device arrays: interpreting its first calls would change the
 # type of what a call returns.
 TIERED_BACKENDS = ("cpu",)
+
+_logger = logging.getLogger("numbax")
 
 # Equations the interpreter may execute for one call before a program is compiled first
 # instead. One executed equation costs the interpreter 3-15 us on small arrays (measured on
@@ -70,6 +87,12 @@ INTERPRET_MAX_STEPS = 1_000_000
 # first call of most programs, so only a call that turns out long competes with the
 # compile for the GIL, and it is handed to the compiled program once that is ready.
 COMPILE_AFTER_STEPS = 100_000
+
+# A compile's seconds per equation of the program, for its time left before its progress
+# tells (the passes and code generation, before any kernel is compiled): a cold compile of
+# the models group's training steps took 30-60 ms of CPU time per equation (transformer,
+# 2 layers, 453 equations: 14.6 s; MLP, 66 equations: 3.7 s) on 2 loaded cores.
+COMPILE_S_PER_EQN = 0.03
 
 # How many iterations a while loop (whose trip count is not known before it runs) is
 # assumed to run when estimating the interpreter's work.
@@ -93,6 +116,11 @@ def _body_steps(eqn) -> int:
     if isinstance(params.get("jaxpr"), Jaxpr):  # jit_call, checkpoint, custom_vjp_call
         return interpreted_steps(params["jaxpr"])
     return 0
+
+
+def equation_count(jaxpr: Jaxpr) -> int:
+    """The equations of ``jaxpr`` and of the jaxprs inside it, each counted once."""
+    return sum(1 + sum(map(equation_count, _sub_jaxprs(e.params))) for e in jaxpr.eqns)
 
 
 def has_side_effects(jaxpr: Jaxpr) -> bool:
@@ -127,7 +155,8 @@ class TieredExecutable:
 
     ``interpreted_calls`` counts the calls the interpreter answered (to the end);
     ``interrupted_calls`` those it began and handed to the compiled program when it
-    became ready.
+    became ready; ``waited_calls`` those that waited for the compiled program (module
+    doc). ``clock`` is injectable, for tests that decide without timing anything.
     """
 
     def __init__(
@@ -137,12 +166,18 @@ class TieredExecutable:
         name: str,
         compile_at_once: bool = False,
         writes: tuple[int, ...] = (),
+        clock: Callable[[], float] = time.perf_counter,
     ):
         self.closed = closed
+        self.name = name
+        self._clock = clock
         # The interpreter's results are the caller's own, as the compiled program's are.
         self._results = InterpreterResults(closed, writes)
         self.interpreted_calls = 0
         self.interrupted_calls = 0
+        self.waited_calls = 0
+        self.first_call_s: float | None = None  # the first call interpreted to the end
+        self._compile_started_s: float | None = None
         self._counting = threading.Lock()
         self._stoppable = not has_side_effects(closed.jaxpr)
         self._compile_program = compile_program
@@ -165,6 +200,7 @@ class TieredExecutable:
             if self._started:
                 return
             self._started = True
+            self._compile_started_s = self._clock()
         self._thread.start()
 
     def _build(self) -> None:
@@ -174,6 +210,15 @@ class TieredExecutable:
             self._error, self._error_traceback = error, error.__traceback__
         finally:
             self._ready.set()
+        if config.log_compiles and self._error is None:
+            _logger.warning(
+                "numbax: %s: compiled code answers its calls from now on (interpreted %d, "
+                "handed over %d, waited for it %d)",
+                self.name,
+                self.interpreted_calls,
+                self.interrupted_calls,
+                self.waited_calls,
+            )
 
     @property
     def compiled(self):
@@ -194,10 +239,40 @@ class TieredExecutable:
         self._ready.wait(timeout)
         return self.compiled
 
+    def remaining_compile_s(self) -> float:
+        """The compile time left: from the compile's progress where it has done some of
+        its work, else from the program's size (``COMPILE_S_PER_EQN``)."""
+        progress = compile_progress.of_thread(self._thread.ident)
+        remaining = progress.remaining_s() if progress is not None else None
+        if remaining is not None:
+            return remaining
+        started = self._compile_started_s
+        elapsed = 0.0 if started is None else self._clock() - started
+        return max(COMPILE_S_PER_EQN * equation_count(self.closed.jaxpr) - elapsed, 0.0)
+
+    def _waits_for_compile(self) -> bool:
+        """Whether this call waits for the compiled program rather than interpret: an
+        interpreted call took longer than the compile has left (module doc)."""
+        return self.first_call_s is not None and self.first_call_s > self.remaining_compile_s()
+
     def __call__(self, *args):
         compiled = self.compiled
         if compiled is not None:
             return compiled(*args)
+        if self._waits_for_compile():
+            with self._counting:
+                self.waited_calls += 1
+                first_wait = self.waited_calls == 1
+            if config.log_compiles and first_wait:
+                _logger.warning(
+                    "numbax: %s: waiting for the compiled program: an interpreted call took "
+                    "%.2f s, the compile has about %.2f s left",
+                    self.name,
+                    self.first_call_s,
+                    self.remaining_compile_s(),
+                )
+            return self.wait()(*args)
+        start = self._clock()
         try:
             outs = eval_jaxpr(
                 self.closed.jaxpr, self.closed.consts, *args, should_stop=self._should_stop()
@@ -208,8 +283,11 @@ class TieredExecutable:
             return self.compiled(*args)
         finally:
             self._start()  # an interpreter that raised still leaves the program to compile
+        took = self._clock() - start
         with self._counting:
             self.interpreted_calls += 1
+            if self.first_call_s is None:
+                self.first_call_s = took
         return self._results.apply(outs, args)
 
     def _should_stop(self) -> Callable[[], bool]:
