@@ -23,9 +23,10 @@ Two rewrites, each taken only when its result folds:
   GEMM with K = B·H·W (768 small products and a reduction in a small CNN, one call
   now). Floating-point addition is reassociated, as any BLAS does within a product.
 - ``contract_pairs_ordered``: contracting pairs listed in another order than the
-  operands' memory order (``einsum('ij,ji->', a, b)`` pairs a's (0, 1) with b's
-  (1, 0)) are listed so that both operands' contracting dims fold where one order
-  allows it; the sum is the same in any order of the pairs.
+  operands' memory order (``np.tensordot(a, b, axes=([1, 0], [1, 0]))`` lists a's dim 1
+  first) are listed in the order that leaves the fewest elements to copy (here none);
+  the sum is the same in any order of the pairs. Where no order folds both operands
+  (``einsum('ij,ji->', a, b)``), one of them is still copied.
 
 A product left as it was is counted with its reason (``kept_...``) on the pass log.
 """
