@@ -210,15 +210,6 @@ class TieredExecutable:
             self._error, self._error_traceback = error, error.__traceback__
         finally:
             self._ready.set()
-        if config.log_compiles and self._error is None:
-            _logger.warning(
-                "numbax: %s: compiled code answers its calls from now on (interpreted %d, "
-                "handed over %d, waited for it %d)",
-                self.name,
-                self.interpreted_calls,
-                self.interrupted_calls,
-                self.waited_calls,
-            )
 
     @property
     def compiled(self):

@@ -122,7 +122,7 @@ def test_the_time_left_comes_from_the_compiles_progress_once_it_has_some(monkeyp
     assert executable.wait() is compiled
 
 
-def test_the_log_says_a_call_waited_and_when_compiled_code_took_over(monkeypatch, caplog):
+def test_the_log_says_a_call_waited_for_the_compiled_program(monkeypatch, caplog):
     monkeypatch.setattr(tiering, "COMPILE_S_PER_EQN", 0.0)
     monkeypatch.setattr(config, "log_compiles", True)
     release, compiled = threading.Event(), CompiledStub()
@@ -130,14 +130,8 @@ def test_the_log_says_a_call_waited_and_when_compiled_code_took_over(monkeypatch
     with caplog.at_level(logging.WARNING, logger="numbax"):
         executable(X)
         second_call_beside_the_compile(executable, release)
-        executable.wait()
-        executable._thread.join()  # its last line is written after the program is ready
-    lines = [r.getMessage() for r in caplog.records]
-    assert any("program: waiting for the compiled program" in line for line in lines), lines
-    assert lines[-1] == (
-        "numbax: program: compiled code answers its calls from now on "
-        "(interpreted 1, handed over 0, waited for it 1)"
-    )
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("numbax: program: waiting for the compiled program: an interpreted")
 
 
 def test_equations_inside_loops_and_branches_count_once():
