@@ -3,8 +3,9 @@
 The parent calls `first_compile_call` once per sample; each call starts
 `python -m benchmarks.first_compile LIBRARY NAME SCALE OUT_DIR`, which
 
-- imports its library and initialises it (numbax and Numba's CPU backend; JAX's CPU
-  client), not timed: the figure is about the program, not the import;
+- imports its library and initialises it (numbax, and Numba's threading layer and
+  extensions: ``CpuBackend.initialise``; JAX's CPU client), not timed: the figure is
+  about the program, not the import;
 - builds the workload's callable exactly as the steady-state row does (peers.py), then
   times trace to first result: `build()`, one call, its sync;
 - writes the seconds and the answer into OUT_DIR; the parent checks the answer against the
@@ -70,8 +71,10 @@ def _initialised_peer(library: str, scratch_dir: str):
 
     if library == "numbax":
         import numbax  # noqa: F401
-        import numbax.backends.cpu  # noqa: F401
+        import numbax.backends.cpu
         import numbax.numpy  # noqa: F401
+
+        numbax.backends.cpu.backend.initialise()  # Numba's threads and extensions
 
         return NumbaxPeer("cpu", scratch_dir)
     if library == "jax":

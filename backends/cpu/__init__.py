@@ -52,6 +52,19 @@ class CpuBackend:
         fused, _, plan = _optimize(closed, name) if optimize else (closed, None, None)
         return write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
 
+    def initialise(self) -> None:
+        """Start what every compile needs once per process, as a compile does: Numba's
+        threading layer and its extensions (Rocket-FFT's entry point imports SciPy's FFT,
+        half a second). A process that wants its first compile to pay only for the
+        program calls this first, as JAX starts its client."""
+        from numba.core import entrypoints
+
+        from . import heap, threads
+
+        heap.keep_freed_memory()
+        threads.launch_numba_threads()
+        entrypoints.init_all()
+
     @compile_progress.reported
     def compile(
         self,
@@ -63,13 +76,11 @@ class CpuBackend:
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
         then its own kernel), for tests and for debugging the passes. The caller writes
         the last outputs into its arguments ``writes`` (``backends.results``)."""
-        from . import cache, compile_workers, heap, threads, units
+        from . import cache, units
         from .executable import CpuExecutable
         from .program import write_program
 
-        heap.keep_freed_memory()
-        threads.launch_numba_threads()
-        compile_workers.start_workers(config.cache_dir)
+        self.initialise()
         clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()

@@ -161,9 +161,23 @@ def _compile(dispatcher, signature, cached: bool) -> None:
     """Compile for ``signature`` only: other argument types then raise ``TypeError``
     (the executable copies such arguments) instead of compiling a second version."""
     if cached:
-        dispatcher._cache = _lean_cache_class()(dispatcher.py_func)
+        dispatcher._cache = lean_cache(dispatcher.py_func)
     dispatcher.compile(signature)
     dispatcher.disable_compile()
+
+
+def load_lean(*dispatchers) -> None:
+    """Load each of numbax's own ``njit`` helpers called from Python (``cache=True``)
+    with the lean cache (``lean_cache``) where it is not compiled yet: loaded through
+    Numba's, the first one re-imported every registry (0.5 s in a second process)."""
+    for dispatcher in dispatchers:
+        if not dispatcher.overloads and not isinstance(dispatcher._cache, _lean_cache_class()):
+            dispatcher._cache = lean_cache(dispatcher.py_func)
+
+
+def lean_cache(function):
+    """Numba's disk cache of ``function``, loading without importing every registry."""
+    return _lean_cache_class()(function)
 
 
 @functools.cache

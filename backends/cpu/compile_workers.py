@@ -19,8 +19,10 @@ stdin closes; a worker busy compiling is killed, so a finished script never wait
 one, and a kernel file Numba had not finished writing is never indexed).
 
 How many: ``NUMBAX_COMPILE_WORKERS`` (0 compiles everything here), else one fewer than
-the CPUs the process may run on (``threads.affinity_cpus``), at most ``MAX_WORKERS``;
-none without a disk cache, which is how kernels come back.
+the CPUs the process may run on (``os.sched_getaffinity``), at most ``MAX_WORKERS``;
+none without a disk cache, which is how kernels come back. A worker starts when a compile
+first has new kernels for it: starting one takes a second or more (it imports Numba),
+which the launcher's compile hides; a process whose kernels are all cached starts none.
 """
 
 from __future__ import annotations
@@ -49,17 +51,8 @@ def worker_count() -> int:
     """The number of worker processes a compile may use (module doc)."""
     if config.compile_workers is not None:
         return max(0, min(config.compile_workers, MAX_WORKERS))
-    from .threads import affinity_cpus
-
-    return max(0, min(affinity_cpus() - 1, MAX_WORKERS))
-
-
-def start_workers(cache_dir: str | None) -> None:
-    """Start the worker processes (once per process) as a compile begins: a worker takes
-    a second or more to import Numba, which the passes and code generation hide."""
-    count = worker_count()
-    if cache_dir is not None and count > 0:
-        _start_threads(count)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(0, min((cpus or 1) - 1, MAX_WORKERS))
 
 
 def submit(units: list, cache_dir: str | None) -> dict[str, Future]:

@@ -166,6 +166,9 @@ def on_chosen_threads(call, calls_blas: bool):
 
         if blas.AVAILABLE:
             enter, leave = blas.enter_single_threaded, blas.leave_single_threaded
+    from .cache import load_lean
+
+    load_lean(enter, leave)
 
     def on_chosen_threads_call(*args):
         saved = enter(_quota())

@@ -79,7 +79,13 @@ from ...ir import dtypes
 from ...ir.core import Literal, Var
 from ..compile_cache import KeyedLock
 from . import scalar
-from .cache import _compiled_files, built_again_if_damaged, load_module, program_key
+from .cache import (
+    _compiled_files,
+    built_again_if_damaged,
+    lean_cache,
+    load_module,
+    program_key,
+)
 from .loopnest import tuple_source
 from .program import ADDRESSES, IMPORTS, _ProgramWriter
 
@@ -421,11 +427,21 @@ def compile_written(module_name: str, name: str, cache_dir: str) -> None:
 
 
 def _cfunc(module, name: str, cached: bool):
-    from numba import cfunc
+    """The kernel ``name`` of ``module`` as a ``numba.cfunc``, with Numba's disk cache
+    where ``cached``: the lean one the launcher loads with (``cache._compile``), which does
+    not import every registry again per kernel (``numba.cfunc(cache=True)`` did: 20 ms a
+    kernel in a second process)."""
+    from numba.core import sigutils
+    from numba.core.ccallback import CFunc
 
     _compile_loops(module, name)
-    options = {"error_model": "numpy", "cache": cached}
-    return cfunc(module.SIGNATURE, **options)(getattr(module, name))
+    function = getattr(module, name)
+    signature = sigutils.normalize_signature(module.SIGNATURE)
+    kernel = CFunc(function, signature, locals={}, options={"error_model": "numpy"})
+    if cached:
+        kernel._cache = lean_cache(function)
+    kernel.compile()
+    return kernel
 
 
 def _compile_loops(module, name: str) -> None:

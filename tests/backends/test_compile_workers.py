@@ -97,12 +97,10 @@ def test_no_worker_without_a_disk_cache_or_when_switched_off(cache_dir, monkeypa
 
 
 def test_the_worker_count_leaves_one_cpu_to_the_compiling_process(monkeypatch):
-    from numbax.backends.cpu import threads
-
     monkeypatch.setattr(config, "compile_workers", None)
-    monkeypatch.setattr(threads, "affinity_cpus", lambda: 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert compile_workers.worker_count() == 0
-    monkeypatch.setattr(threads, "affinity_cpus", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
     assert compile_workers.worker_count() == compile_workers.MAX_WORKERS
     monkeypatch.setattr(config, "compile_workers", 3)
     assert compile_workers.worker_count() == 3

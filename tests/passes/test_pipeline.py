@@ -30,6 +30,7 @@ def test_pipeline_reads_like_the_table_of_contents():
         "inline",
         "narrow_floats",
         "cleanup",
+        "contractions",
         "fusion",
         "fused_cleanup",
         "memory_plan",
