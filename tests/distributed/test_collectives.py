@@ -44,6 +44,6 @@ def test_mismatched_collectives_raise_in_check_mode(backend, tmp_path):
         env={"NUMBAX_MPI_CHECK": "1"},
     )
     assert done.returncode != 0
-    assert "CollectiveMismatchError" in done.stderr
+    assert "CollectiveMismatchError" in done.stderr, done.stderr
     assert "psum(float64[3])" in done.stderr or "psum(float64[4])" in done.stderr
     assert "UNREACHABLE" not in done.stdout
