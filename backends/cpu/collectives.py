@@ -80,8 +80,10 @@ def _checked(program, eqn, lines: list[str]) -> list[str]:
 
 
 def _new(program, eqn, out) -> list[str]:
-    aval = eqn.outputs[0].aval
-    return program.new_array(out, aval.shape, aval.dtype)
+    """Bind ``out`` to the array MPI writes: the memory plan's buffer, the executable's
+    pooled array for a large output, or a new array (``allocate`` emits the lines)."""
+    program.allocate(eqn.outputs[0])
+    return []
 
 
 def _allreduce(program, eqn, inputs, out) -> list[str]:
