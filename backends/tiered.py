@@ -297,6 +297,23 @@ class TieredExecutable:
         return should_stop
 
 
+def tiers_summary(executables: list[TieredExecutable]) -> str:
+    """Which tier answered a jitted function's calls, for its ``repr``: ``; calls: 2
+    interpreted, 1 waited for compiled code; 1 signature compiling``; empty where no
+    signature was tiered."""
+    counts = (
+        (sum(e.interpreted_calls for e in executables), "interpreted"),
+        (sum(e.interrupted_calls for e in executables), "handed over to compiled code"),
+        (sum(e.waited_calls for e in executables), "waited for compiled code"),
+    )
+    calls = ", ".join(f"{count} {what}" for count, what in counts if count)
+    text = f"; calls: {calls}" if calls else ""
+    compiling = sum(not e._ready.is_set() for e in executables)
+    if compiling:
+        text += f"; {compiling} signature{'s' * (compiling != 1)} compiling"
+    return text
+
+
 def _fresh(error: BaseException, traceback) -> BaseException:
     """A copy of the compile's ``error`` with the compile's ``traceback``, for one call to
     raise: raising the stored object itself would add each call's frames to its

@@ -143,3 +143,16 @@ def test_equations_inside_loops_and_branches_count_once():
     inner = sum(tiering.equation_count(j) for j in tiering._sub_jaxprs(body.params))
     assert tiering.equation_count(closed.jaxpr) == len(closed.jaxpr.eqns) + inner
     assert tiering.equation_count(closed.jaxpr) < tiering.interpreted_steps(closed.jaxpr)
+
+
+def test_the_summary_for_repr_says_which_tier_answered(monkeypatch):
+    monkeypatch.setattr(tiering, "COMPILE_S_PER_EQN", 1.0)
+    release, compiled = threading.Event(), CompiledStub()
+    executable = tiered(held_compile(release, compiled), SteppingClock(10.0))
+    assert tiering.tiers_summary([executable]) == "; 1 signature compiling"
+    executable(X)
+    assert tiering.tiers_summary([executable]) == "; calls: 1 interpreted; 1 signature compiling"
+    second_call_beside_the_compile(executable, release)
+    summary = tiering.tiers_summary([executable])
+    assert summary == "; calls: 1 interpreted, 1 waited for compiled code"
+    assert tiering.tiers_summary([]) == ""
