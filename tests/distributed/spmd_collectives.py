@@ -1,7 +1,7 @@
 """Run under ``mpiexec -n N``: every collective against NumPy's computation of the same
-global function, on every process; ``grad`` against central finite differences of the
-global function; ``vmap`` against a loop over examples. Under ``jit`` on the interpret
-and cpu backends, and eagerly.
+global function, on every process; ``grad`` and ``jvp`` against central finite
+differences of the global function; ``vmap`` against a loop over examples. Under
+``jit`` on the interpret and cpu backends, and eagerly.
 
 The global function of a case is ``ys = reference(xs)``: every process's input to every
 process's output. Process ``r`` holds ``xs[r]`` (drawn from a seed of its rank, so every
@@ -198,6 +198,15 @@ def global_gradient(case, xs, ws):
     return gradient
 
 
+def global_tangent(case, xs, ts):
+    """This process's output's tangent along every process's tangent ``ts``: a central
+    difference of the global function, in float64."""
+    step = 1e-6
+    plus = case.reference([x + step * t for x, t in zip(xs, ts, strict=True)])[RANK]
+    minus = case.reference([x - step * t for x, t in zip(xs, ts, strict=True)])[RANK]
+    return (plus - minus) / (2 * step)
+
+
 def programs(case, backend, xs, ws, batch):
     """The jitted programs of a case on one backend and their arguments and oracles."""
     x, w = xs[RANK], ws[RANK]
@@ -211,12 +220,21 @@ def programs(case, backend, xs, ws, batch):
         ),
     ]
     if case.differentiable:
+        ts = [draw(case.shape, case.dtype, r, salt=3) for r in range(SIZE)]
         found.append(
             (
                 f"{case.name}/{backend}/grad",
                 numbax.grad(numbax_loss(case.collective)),
                 (x, w),
                 global_gradient(case, xs, ws),
+            )
+        )
+        found.append(
+            (
+                f"{case.name}/{backend}/jvp",
+                lambda x, t: numbax.jvp(case.collective, (x,), (t,))[1],
+                (x, ts[RANK]),
+                global_tangent(case, xs, ts),
             )
         )
     return [(name, numbax.jit(fn, backend=backend), args, want) for name, fn, args, want in found]
@@ -264,7 +282,8 @@ def main() -> None:
             for k, (g, e) in enumerate(zip(got, want, strict=True)):
                 check(f"{name}[{k}]", g, e, rtol=1e-6)
         else:
-            check(name, got, want, rtol=1e-6 if name.endswith("grad") else 1e-12)
+            derivative = name.endswith(("grad", "jvp"))
+            check(name, got, want, rtol=1e-6 if derivative else 1e-12)
     WORLD.Barrier()
     if RANK == 0:
         print(f"ALL CHECKS PASSED: {len(every_case)} collectives, {len(work)} programs, {SIZE}")
