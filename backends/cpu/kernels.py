@@ -20,6 +20,7 @@ and conditions that the loop's extent rules out are left out of the expression.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from ...ir.core import Eqn, Jaxpr, Literal, Var
@@ -29,6 +30,8 @@ from ...passes.window_stores import update_window
 from . import scalar
 from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
 
+# An innermost loop is split in at most this many pieces where its index tests change.
+MAX_LOOP_PIECES = 8
 REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
 _PASS_THROUGH = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
 
@@ -120,6 +123,7 @@ class _Analysis:
         self.seen: set = set()
         self.uses: list[Use] = []
         self.iota_dims: set[int] = set()
+        self.indexed: list[tuple] = []  # (eqn, mapping) of each read by index arithmetic
 
     def visit(self, var, mapping: tuple) -> None:
         # A worklist, not recursion: a fused chain is as deep as the program is long.
@@ -140,6 +144,7 @@ class _Analysis:
             return []
         eqn = writer.producer[var]
         if eqn.prim.name in INDEXED:
+            self.indexed.append((eqn, mapping))
             return self._indexed(eqn, mapping)
         if eqn.prim.name == "iota":
             d = mapping[eqn.params["dimension"]]
@@ -194,6 +199,10 @@ class KernelWriter:
         self.stored: dict[Var, Use] = {}
         self.shape: tuple = ()
         self.reduced: frozenset[int] = frozenset()
+        # Iteration dims whose loop runs over part of its extent (``write_elementwise``
+        # splits the innermost one where index tests change): dim -> (first, stop).
+        self.ranges: dict[int, tuple[int, int]] = {}
+        self.cuts: dict[int, set] | None = None  # where tests change, while collecting
 
     # --- set-up ---------------------------------------------------------------------------
 
@@ -213,6 +222,7 @@ class KernelWriter:
             analysis.visit(eqn.inputs[0], identity_mapping(shape))
         uses += analysis.uses
         self.uses = uses  # every array the kernel reads or writes, at its mapping
+        self.indexed = analysis.indexed
         groups = group_dimensions(shape, self.reduced, uses, analysis.iota_dims)
         self.builder = LoopBuilder(
             groups, self.program.fresh, self.program.view, self.program.opaque
@@ -386,12 +396,42 @@ class KernelWriter:
         """Loops over every group; ``outputs`` are (body var, Use of the output array);
         ``outer``, the outermost loop's ``range`` arguments when not the whole extent."""
         builder = self.builder
-        for k in range(len(builder.groups)):
+        last = len(builder.groups) - 1
+        # The innermost loop runs in pieces between the points where an index test of a
+        # pad or concatenate changes (the border, the seam of a roll): each piece is
+        # free of tests, so it vectorises. Not a parallel loop over its own blocks.
+        splits = last > 0 or (last == 0 and not parallel and outer is None)
+        pieces = self._pieces(last) if splits else []
+        for k in range(last if pieces else last + 1):
             builder.open_loop(k, parallel=parallel and k == 0, bounds=outer if k == 0 else None)
-        for var, use in outputs:
-            self.store(use, var)
-        for _ in builder.groups:
+        if not pieces:
+            for var, use in outputs:
+                self.store(use, var)
+        (d,) = builder.groups[last].dims if pieces else (None,)
+        for first, stop in pieces:
+            self.ranges[d] = (first, stop)
+            builder.open_loop(last, bounds=f"{first}, {stop}")
+            for var, use in outputs:
+                self.store(use, var)
             builder.close()
+        self.ranges.clear()
+        for _ in range(last if pieces else last + 1):
+            builder.close()
+
+    def _pieces(self, k: int) -> list[tuple[int, int]]:
+        """The ranges loop ``k`` runs in so that no index test changes inside one; []
+        when there is one (or more than ``MAX_LOOP_PIECES``)."""
+        group = self.builder.groups[k]
+        if len(group.dims) != 1:
+            return []
+        self.cuts = {}
+        for eqn, mapping in self.indexed:  # reads every test once, writing nothing
+            IndexMap(self, tuple((0, 1, d) for d in mapping)).read(eqn)
+        cuts, self.cuts = sorted(self.cuts.get(group.dims[0], ())), None
+        if not cuts or len(cuts) >= MAX_LOOP_PIECES:
+            return []
+        points = [0, *cuts, group.extent]
+        return list(itertools.pairwise(points))
 
 
 def _plus(a, b):
@@ -463,28 +503,31 @@ class IndexMap:
             if not (low or high):
                 continue
             size = x.aval.shape[k]
-            inside = self._inside(k, low, low + size)
+            inside, inside_deps = self._inside(k, low, low + size)
+            deps |= inside_deps
             if inside is False or size == 0:
-                return value.name, frozenset(value.deps)
+                return value.name, frozenset(deps)
             if inside is not True:
-                tests.append(inside[0])
-                deps |= inside[1]
+                tests.append(inside)
         element, element_deps = self._at(x, tuple(inner))
+        deps |= element_deps
         if not tests:
-            return element, element_deps
-        test = " and ".join(tests)
-        return f"({element} if {test} else {value.name})", frozenset(deps | element_deps)
+            return element, frozenset(deps)
+        return f"({element} if {' and '.join(tests)} else {value.name})", frozenset(deps)
 
     def _concatenate(self, eqn: Eqn) -> tuple[str, frozenset]:
         axis = eqn.params["dimension"]
         pieces, at = [], 0  # (operand, its first index) for those the index may fall in
+        deps: set = set()
         for x in eqn.inputs:
             size = x.aval.shape[axis]
-            if size and self._inside(axis, at, at + size) is not False:
+            inside, inside_deps = self._inside(axis, at, at + size) if size else (False, ())
+            deps |= inside_deps
+            if inside is not False:
                 pieces.append((x, at))
             at += size
         start, stride, d = self.dims[axis]
-        expression, deps = "", set()
+        expression = ""
         for x, first in reversed(pieces):
             dims = list(self.dims)
             dims[axis] = (_plus(start, -first), stride, d)
@@ -498,27 +541,36 @@ class IndexMap:
             expression = f"({element} if {test} else {expression})"
         return expression, frozenset(deps)
 
-    def _inside(self, k: int, low: int | None, high: int):
+    def _inside(self, k: int, low: int | None, high: int) -> tuple:
         """Whether index ``k`` lies in ``[low, high)`` (no lower bound if ``low`` is
-        None): True or False when the loop's extent decides it, else the test's source
-        and the loop groups it reads."""
+        None), and the loop groups that answer reads: True or False when the range its
+        loop runs over decides it (that loop's group, when the loop runs over part of its
+        extent), else the test's source."""
         start, stride, d = self.dims[k]
+        deps = frozenset()
         if isinstance(start, int):
-            extent = 1 if d is None else self.writer.shape[d]
-            ends = (start, start + stride * (extent - 1))
+            first, stop = self.writer.ranges.get(d, (0, 1 if d is None else self.writer.shape[d]))
+            if d in self.writer.ranges:
+                deps = self._index(0, 1, d)[1]
+            ends = (start + stride * first, start + stride * (stop - 1))
             least, most = min(ends), max(ends)
             if (low is not None and most < low) or least >= high:
-                return False
+                return False, deps
             if low is not None and least >= low:
                 low = None  # the loop never reaches below it
             if most < high:
                 high = None
             if low is None and high is None:
-                return True
-        index, deps = self._index(start, stride, d)
+                return True, deps
+            if self.writer.cuts is not None and d is not None:
+                for bound in (low, high):  # the first loop index at or past the bound
+                    if bound is not None:
+                        self.writer.cuts.setdefault(d, set()).add(-((start - bound) // stride))
+        index, index_deps = self._index(start, stride, d)
         if low is None:
-            return f"{index} < {high}", deps
-        return (f"{low} <= {index}" if high is None else f"{low} <= {index} < {high}"), deps
+            return f"{index} < {high}", deps | index_deps
+        test = f"{low} <= {index}" if high is None else f"{low} <= {index} < {high}"
+        return test, deps | index_deps
 
     def _index(self, start, stride: int, d) -> tuple[str, frozenset]:
         if d is None:

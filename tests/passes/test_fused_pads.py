@@ -28,6 +28,11 @@ def rolls_of_a_cube(c):
     return np.roll(c, -1, axis=2) - np.roll(c, 4, axis=1) * np.roll(c, (-2, 1), axis=(0, 2))
 
 
+def many_rolls(a):
+    # More seams than the innermost loop is split at: the rest are tests in the loop.
+    return sum(np.roll(a, k, axis=1) * k for k in range(1, 11))
+
+
 def heat_step(u):
     neighbours = (
         np.roll(u, 1, axis=0)
@@ -96,6 +101,7 @@ MODES = {
 CASES = {
     "rolls": (rolls, (A,)),
     "rolls_of_a_cube": (rolls_of_a_cube, (CUBE,)),
+    "many_rolls": (many_rolls, (rng.standard_normal((3, 23)),)),
     "heat_steps": (heat_steps, (A,)),
     "wave_step": (wave_step, (A, B)),
     "padded_with_a_traced_value": (padded_with_a_traced_value, (A, np.float64(3.5))),
@@ -155,7 +161,17 @@ def test_the_cpu_program_has_no_pad_or_concatenate_kernel(name):
     fn, args = CASES[name]
     source = numbax.jit(fn, backend="cpu").lower(*args).source()
     assert "opaque pad" not in source and "opaque concatenate" not in source, source
-    assert " if " in source  # the select between pieces, in the loop
+    headings = [line.strip() for line in source.splitlines() if line.strip().startswith("# kernel")]
+    assert len(headings) == 1 and "elementwise" in headings[0], headings
+
+
+def test_the_innermost_loop_runs_in_pieces_free_of_index_tests():
+    """A roll along the last axis: the loop over it runs to the seam, then from it, and
+    each piece reads one slice, with no test of the index (so it vectorises)."""
+    source = numbax.jit(lambda a: np.roll(a, 2, axis=1) * 2.0, backend="cpu").lower(A).source()
+    kernel = source[source.index("# --- kernel") :]
+    assert "range(0, 2)" in kernel and "range(2, 6)" in kernel, kernel
+    assert " if " not in kernel, kernel
 
 
 @pytest.mark.parametrize("name", CASES)
