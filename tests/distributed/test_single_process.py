@@ -28,3 +28,23 @@ def test_cuda_simulator_stages_collectives_through_the_host(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SINGLE PROCESS CHECKS PASSED" in done.stdout
+
+
+def test_numbax_imports_no_mpi_and_says_what_to_install_without_it(tmp_path):
+    """``import numbax`` starts no MPI; without mpi4py a collective names the extra."""
+    script = tmp_path / "without_mpi4py.py"
+    script.write_text(
+        "import sys\n"
+        "import numbax\n"
+        "assert 'mpi4py' not in sys.modules\n"
+        "sys.modules['mpi4py'] = None  # as if it were not installed\n"
+        "import numbax.distributed as nd\n"
+        "try:\n"
+        "    nd.psum(1.0)\n"
+        "except numbax.MissingDependencyError as err:\n"
+        "    assert \"pip install 'numbax[mpi]'\" in str(err), err\n"
+        "    print('REFUSED')\n"
+    )
+    done = run_python(script, cache_dir=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "REFUSED" in done.stdout
