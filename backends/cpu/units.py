@@ -18,22 +18,30 @@ unit; a kernel this process compiled or loaded before is taken from memory; on d
 kernel is a module under ``cache_dir/cpu`` loaded by the one module loader
 (``cache.load_module``) and compiled with Numba's cache, so another process loads it.
 
-A matrix product (``dot_general``) on one thread is a unit too (``write_product``): the
+A matrix product (``dot_general``) of floats is a unit too (``write_product``): the
 launcher allocates the product from the memory plan and passes its operands, which are
-always C-contiguous arrays there; the kernel's text holds every size and which operand
-BLAS reads transposed (``x.T @ y``, ``x @ y.T``: a view BLAS reads as it is, no copy), so
-these are part of its key, and it calls ``sgemm``/``dgemm`` itself (``gemm.py``) rather
-than Numba's ``np.dot``, whose checks and dispatch Numba would type and LLVM compile for
-every kernel (0.2 s each, against 0.03 s). A product's epilogue is the next unit, reading
-the product's array. The program still calls BLAS (``calls_blas``), so the executable
-runs it on the call's chosen threads with OpenBLAS on one thread (``threads.py``).
+always C-contiguous arrays there; the kernel's text holds every size, stride and which
+operand BLAS reads transposed, so these are part of its key, and it calls
+``sgemm``/``dgemm`` itself (``gemm.py``) rather than Numba's ``np.dot``, whose checks and
+dispatch Numba would type and LLVM compile for every kernel (0.2 s each, against 0.03 s).
+BLAS reads each batch's matrix where it lies, by offset and leading dimension
+(``contraction.matrices``): ``x.T @ y``, attention's ``(B, T, H, D)`` operands split by
+head, a batch dimension in any position, with no transposed copy. A large product
+(``contraction.PARALLEL_FLOPS``) sets OpenBLAS's thread count to the call's for its BLAS
+calls and back after (``blas.swap_threads``). A product's epilogue is the next unit,
+reading the product's array. The program still calls BLAS (``calls_blas``), so the
+executable runs it on the call's chosen threads with OpenBLAS on one thread outside the
+large products (``threads.py``).
 
 Kernels stay inline in the launcher where a call would cost more than it saves or the
 kernel needs what a C function cannot give: a kernel of scalars only (no array to loop
-over), one returning several scalars, a large product (it runs on the call's threads,
-read at run time: ``blas.threaded_dot`` or blocks of rows with its epilogue in them), a
-product of integers, of a dot of one element, or of operands in another axis order (a
-copy: a kernel allocates nothing), and opaque ops (views, gathers, callbacks).
+over), one returning several scalars, a product of integers, of a dot of one element,
+of operands BLAS cannot read where they lie (a group of dimensions split by another: a
+copy, and a kernel allocates nothing), a large product where OpenBLAS's threads cannot be
+set (blocks of rows on the call's threads), and opaque ops (views, gathers, callbacks).
+
+A program's new kernels compile in worker processes while the launcher compiles here
+(``compile_workers.py``, ``start`` and ``addresses``).
 
 Why a call by address and not Numba's own call of an ``njit`` kernel: Numba links every
 callee's library into its caller and ``CodeLibrary.finalize`` runs the module pipeline and
