@@ -222,6 +222,11 @@ class TieredExecutable:
             raise _fresh(self._error, self._error_traceback)
         return self._compiled
 
+    @property
+    def ready(self) -> bool:
+        """Whether the compiled program is ready: compiled, without an error."""
+        return self._replaced()
+
     def _replaced(self) -> bool:
         """Whether a running interpreted call should stop: the compile has succeeded."""
         return self._ready.is_set() and self._error is None

@@ -150,9 +150,11 @@ def test_the_summary_for_repr_says_which_tier_answered(monkeypatch):
     release, compiled = threading.Event(), CompiledStub()
     executable = tiered(held_compile(release, compiled), SteppingClock(10.0))
     assert tiering.tiers_summary([executable]) == "; 1 signature compiling"
+    assert not executable.ready
     executable(X)
     assert tiering.tiers_summary([executable]) == "; calls: 1 interpreted; 1 signature compiling"
     second_call_beside_the_compile(executable, release)
     summary = tiering.tiers_summary([executable])
     assert summary == "; calls: 1 interpreted, 1 waited for compiled code"
+    assert executable.ready
     assert tiering.tiers_summary([]) == ""
