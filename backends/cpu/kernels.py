@@ -30,8 +30,9 @@ from ...passes.window_stores import update_window
 from . import scalar
 from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
 
-# An innermost loop is split in at most this many pieces where its index tests change.
-MAX_LOOP_PIECES = 8
+# A loop nest's body is written at most this many times, once per piece of its loops
+# split where their index tests change (``KernelWriter._write_loops``).
+MAX_LOOP_PIECES = 16
 REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
 _PASS_THROUGH = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
 
@@ -395,43 +396,48 @@ class KernelWriter:
     def write_elementwise(self, outputs: list[tuple], parallel: bool, outer=None) -> None:
         """Loops over every group; ``outputs`` are (body var, Use of the output array);
         ``outer``, the outermost loop's ``range`` arguments when not the whole extent."""
+        self._write_loops(0, outputs, parallel, outer, 1)
+        self.ranges.clear()
+
+    def _write_loops(self, k: int, outputs, parallel: bool, outer, copies: int) -> None:
+        """Loop ``k`` and those inside it, the body ``copies`` times already. A loop runs
+        in pieces between the points where an index test of a pad or concatenate
+        changes (a border, the seam of a roll): inside each piece no test is left, so the
+        innermost loop vectorises. A parallel loop, or one over a block of its rows
+        (``outer``), runs whole."""
         builder = self.builder
-        last = len(builder.groups) - 1
-        # The innermost loop runs in pieces between the points where an index test of a
-        # pad or concatenate changes (the border, the seam of a roll): each piece is
-        # free of tests, so it vectorises. Not a parallel loop over its own blocks.
-        splits = last > 0 or (last == 0 and not parallel and outer is None)
-        pieces = self._pieces(last) if splits else []
-        for k in range(last if pieces else last + 1):
-            builder.open_loop(k, parallel=parallel and k == 0, bounds=outer if k == 0 else None)
-        if not pieces:
+        if k == len(builder.groups):
             for var, use in outputs:
                 self.store(use, var)
-        (d,) = builder.groups[last].dims if pieces else (None,)
+            return
+        whole = k == 0 and (parallel or outer is not None)
+        pieces = [] if whole else self._pieces(k, MAX_LOOP_PIECES // copies)
+        if not pieces:
+            builder.open_loop(k, parallel=parallel and k == 0, bounds=outer if k == 0 else None)
+            self._write_loops(k + 1, outputs, parallel, outer, copies)
+            builder.close()
+            return
+        (d,) = builder.groups[k].dims
         for first, stop in pieces:
             self.ranges[d] = (first, stop)
-            builder.open_loop(last, bounds=f"{first}, {stop}")
-            for var, use in outputs:
-                self.store(use, var)
+            builder.open_loop(k, bounds=f"{first}, {stop}")
+            self._write_loops(k + 1, outputs, parallel, outer, copies * len(pieces))
             builder.close()
-        self.ranges.clear()
-        for _ in range(last if pieces else last + 1):
-            builder.close()
+        del self.ranges[d]
 
-    def _pieces(self, k: int) -> list[tuple[int, int]]:
-        """The ranges loop ``k`` runs in so that no index test changes inside one; []
-        when there is one (or more than ``MAX_LOOP_PIECES``)."""
+    def _pieces(self, k: int, most: int) -> list[tuple[int, int]]:
+        """The ranges loop ``k`` runs in so that no index test of its index changes
+        inside one; [] when one range does (or it would take more than ``most``)."""
         group = self.builder.groups[k]
-        if len(group.dims) != 1:
+        if len(group.dims) != 1 or most < 2:
             return []
         self.cuts = {}
         for eqn, mapping in self.indexed:  # reads every test once, writing nothing
             IndexMap(self, tuple((0, 1, d) for d in mapping)).read(eqn)
         cuts, self.cuts = sorted(self.cuts.get(group.dims[0], ())), None
-        if not cuts or len(cuts) >= MAX_LOOP_PIECES:
+        if not cuts or len(cuts) >= most:
             return []
-        points = [0, *cuts, group.extent]
-        return list(itertools.pairwise(points))
+        return list(itertools.pairwise([0, *cuts, group.extent]))
 
 
 def _plus(a, b):

@@ -165,12 +165,17 @@ def test_the_cpu_program_has_no_pad_or_concatenate_kernel(name):
     assert len(headings) == 1 and "elementwise" in headings[0], headings
 
 
-def test_the_innermost_loop_runs_in_pieces_free_of_index_tests():
+def test_loops_run_in_pieces_free_of_index_tests():
     """A roll along the last axis: the loop over it runs to the seam, then from it, and
-    each piece reads one slice, with no test of the index (so it vectorises)."""
+    each piece reads one slice, with no test of the index (so it vectorises). A wave
+    step's loops run in pieces over the border and the inside, on both axes."""
     source = numbax.jit(lambda a: np.roll(a, 2, axis=1) * 2.0, backend="cpu").lower(A).source()
     kernel = source[source.index("# --- kernel") :]
     assert "range(0, 2)" in kernel and "range(2, 6)" in kernel, kernel
+    assert " if " not in kernel, kernel
+    source = numbax.jit(wave_step, backend="cpu").lower(A, B).source()
+    kernel = source[source.index("# --- kernel") :]
+    assert "range(1, 4)" in kernel and "range(1, 5)" in kernel, kernel
     assert " if " not in kernel, kernel
 
 
