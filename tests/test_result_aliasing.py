@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax import api
 from numbax.backends.results import ResultCopies, compiled_storage
+from numbax.dispatch import compiling
 from numbax.passes import optimize
 
 SENTINEL = -7.0
@@ -126,7 +126,7 @@ def interpreted_only(monkeypatch):
         finished.wait()
         raise RuntimeError("the test has ended")
 
-    monkeypatch.setattr(api, "_compile_closed", never_compiled)
+    monkeypatch.setattr(compiling, "compile_closed", never_compiled)
     yield
     finished.set()
 

@@ -21,6 +21,7 @@ import numbax
 from numbax import api
 from numbax.backends import tiered as tiering
 from numbax.config import config
+from numbax.dispatch import compiling
 from numbax.ir.errors import UnsupportedOnBackendError
 from numbax.ir.interpret import Stopped, eval_jaxpr
 from numbax.ir.primitive import PRIMITIVES
@@ -180,7 +181,7 @@ def test_a_failed_background_compile_raises_on_every_later_call(monkeypatch):
         first_call_returned.wait()
         raise UnsupportedOnBackendError(f"cannot compile {name}")
 
-    monkeypatch.setattr(api, "_compile_closed", failing_compile)
+    monkeypatch.setattr(compiling, "compile_closed", failing_compile)
     f = numbax.jit(lambda x: x + 1.0, backend="cpu", tiered=True)
     np.testing.assert_allclose(f(X), X + 1.0)  # answered while the compile ran
     first_call_returned.set()
@@ -194,13 +195,13 @@ def test_a_failed_background_compile_raises_on_every_later_call(monkeypatch):
 
 def test_threads_calling_a_new_signature_share_one_trace_and_one_compile(monkeypatch):
     compiles = []
-    compile_closed = api._compile_closed
+    compile_closed = compiling.compile_closed
 
     def counted(*args, **kwargs):
         compiles.append(args[2])
         return compile_closed(*args, **kwargs)
 
-    monkeypatch.setattr(api, "_compile_closed", counted)
+    monkeypatch.setattr(compiling, "compile_closed", counted)
     f = numbax.jit(lambda x: np.sqrt(x * x + 1.0), backend="cpu", tiered=True)
     start, results, errors = threading.Barrier(6), [None] * 6, []
 
@@ -539,17 +540,17 @@ _EXITS_WHILE_COMPILING = """
 import sys, threading
 import numpy as np
 import numbax
-from numbax import api
+from numbax.dispatch import compiling
 
 marker = sys.argv[1]
-compile_closed = api._compile_closed
+compile_closed = compiling.compile_closed
 
 def compile_that_takes_ten_minutes(*args, **kwargs):
     threading.Event().wait(600)
     open(marker, "w").write("compiled")
     return compile_closed(*args, **kwargs)
 
-api._compile_closed = compile_that_takes_ten_minutes
+compiling.compile_closed = compile_that_takes_ten_minutes
 f = numbax.jit(lambda x: np.sin(x) + 1.0, backend="cpu", tiered=True)
 print(f(np.zeros(3)).tolist(), f.interpreted_calls)
 """
