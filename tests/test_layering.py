@@ -221,7 +221,6 @@ def import_rings(graph: dict[str, set[str]]) -> list[list[str]]:
 # (issue 35: the tracer's NumPy library becomes a package of its own). A ring broken
 # makes its case pass unexpectedly, which fails (strict): then delete its line here.
 KNOWN_RINGS = {
-    "tracer-complex": {"numbax.tracer.complex_math", "numbax.tracer.ufuncs"},
     "tracer-numpy": {"numbax.tracer.numpy_api", "numbax.tracer.numpy_linalg"},
     "passes-memory": {"numbax.passes.memory", "numbax.passes.window_stores"},
     "cuda-complex": {"numbax.backends.cuda.complex", "numbax.backends.cuda.scalar"},

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ir import dtypes
 from . import lax
-from . import numpy_complex as cx
+from . import lax_complex as cx
 from .complex_math import isnan
 from .complex_parts import both, either, filled, parts, scalar
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..ir import dtypes
 from . import indexing, lax
-from . import numpy_complex as cx
+from . import lax_complex as cx
 from .complex_parts import both, either, filled, parts, scalar
 
 # --- NaN and infinity ------------------------------------------------------------------------

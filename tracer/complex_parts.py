@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import lax
-from . import numpy_complex as cx
+from . import lax_complex as cx
 
 
 def parts(z):

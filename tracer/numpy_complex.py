@@ -1,5 +1,4 @@
-"""Complex numbers in the NumPy front end: the ``lax``-style binders of the complex
-primitives (``ir/complex.py``) and NumPy's functions of complex parts (``real``,
+"""Complex numbers in the NumPy front end: NumPy's functions of complex parts (``real``,
 ``imag``, ``conj``, ``angle``, ``iscomplex``, ...), which join ``numbax.numpy`` and
 NumPy's dispatch tables through ``FUNCTIONS`` and ``UFUNCS`` (``tracer/numpy_api.py``).
 
@@ -15,9 +14,9 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.complex import complex_p, conj_p, imag_p, real_p
 from . import lax, ufuncs
-from .core import Tracer, bind
+from .core import Tracer
+from .lax_complex import conj, imag_part, make_complex, real_part  # noqa: F401 - cx.* names
 from .promote import asarray, operand, promote_and_broadcast, result_type, shape_of
 
 FUNCTIONS: dict = {}
@@ -31,26 +30,6 @@ def _register(table, *names):
         return fn
 
     return register
-
-
-# --- the primitives, lax-style -----------------------------------------------------------
-
-
-def real_part(x):
-    return bind(real_p, x)
-
-
-def imag_part(x):
-    return bind(imag_p, x)
-
-
-def conj(x):
-    return bind(conj_p, x)
-
-
-def make_complex(x, y):
-    """The complex number ``x + i y`` of two operands of one real float dtype."""
-    return bind(complex_p, x, y)
 
 
 # --- NumPy's functions -------------------------------------------------------------------

@@ -24,10 +24,9 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, ShapeError
-from ..ir.fft import fft_p
 from . import functionalize, lax
-from .core import Tracer, bind
-from .numpy_complex import conj
+from .core import Tracer
+from .lax_complex import conj, fft_primitive
 from .numpy_construction import roll
 from .promote import asarray, normalize_axes, normalize_axis
 from .source_info import error_at_user_line as _error
@@ -40,11 +39,6 @@ _MAX_AXES = 3  # the primitive transforms one to three trailing axes
 def _register(fn):
     FUNCTIONS[fn.__name__] = fn
     return fn
-
-
-def fft_primitive(x, fft_type: str, fft_lengths):
-    """``lax.fft``: ``fft_type`` over the trailing ``len(fft_lengths)`` axes."""
-    return bind(fft_p, x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))
 
 
 # --- operands ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 from ..ir import dtypes
 from ..ir.primitive import PRIMITIVES
 from ..tracer import lax
-from ..tracer import numpy_complex as cx
+from ..tracer import lax_complex as cx
 from . import derivatives as d
 from .batching import register_rule
 from .batching_rules import elementwise_rule

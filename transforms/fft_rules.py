@@ -24,9 +24,9 @@ import numpy as np
 from ..ir import dtypes
 from ..ir.fft import fft_p
 from ..tracer import lax
-from ..tracer import numpy_complex as cx
+from ..tracer import lax_complex as cx
 from ..tracer.core import bind
-from ..tracer.numpy_fft import fft_primitive
+from ..tracer.lax_complex import fft_primitive
 from . import derivatives as d
 from .batching import moveaxis, register_rule
 from .jvp import jvp_rules, linear
