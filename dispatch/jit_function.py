@@ -10,6 +10,7 @@ import time
 from collections import namedtuple
 
 from .. import backends, compile_log, traceback_util
+from ..backends import tiered as tiering
 from ..backends.compile_cache import KeyedLock
 from ..config import config
 from ..ir.errors import NumbaxError, StaticArgumentError, at_line, function_name
@@ -70,10 +71,15 @@ class JitFunction:
         module = getattr(self.fun, "__module__", None)
         name = getattr(self.fun, "__qualname__", self.__name__)
         name = f"{module}.{name}" if module else name
-        compiled = sum(entry.compiled for entry in list(self._cache.values()))
+        entries = list(self._cache.values())
+        tiered = [entry.tiered for entry in entries if entry.tiered is not None]
+        # A signature compiled in the background counts from the moment it is ready.
+        compiled = sum(e.compiled or (e.tiered is not None and e.tiered.ready) for e in entries)
         backend = self.backend or backends.default_backend_name()
         plural = "" if compiled == 1 else "s"
-        return f"<numbax.jit of {name} (backend {backend}, {compiled} signature{plural} compiled)>"
+        tiers = tiering.tiers_summary(tiered)  # which tier answered the calls
+        signatures = f"{compiled} signature{plural} compiled{tiers}"
+        return f"<numbax.jit of {name} (backend {backend}, {signatures})>"
 
     def cache_info(self) -> CacheInfo:
         """How often this function was traced, and how often the cache answered."""

@@ -158,3 +158,15 @@ def test_the_summary_for_repr_says_which_tier_answered(monkeypatch):
     assert summary == "; calls: 1 interpreted, 1 waited for compiled code"
     assert executable.ready
     assert tiering.tiers_summary([]) == ""
+
+
+def test_repr_of_a_jitted_function_says_which_tier_answered():
+    f = numbax.jit(program, backend="cpu", tiered=True)
+    np.testing.assert_allclose(f(X), program(X), rtol=1e-12)  # interpreted
+    f.wait_compiled()
+    assert repr(f).endswith("(backend cpu, 1 signature compiled; calls: 1 interpreted)>")
+    np.testing.assert_allclose(f(X), program(X), rtol=1e-12)  # compiled: not counted
+    assert repr(f).endswith("(backend cpu, 1 signature compiled; calls: 1 interpreted)>")
+    untiered = numbax.jit(program, backend="cpu", tiered=False)
+    untiered(X)
+    assert repr(untiered).endswith("(backend cpu, 1 signature compiled)>")
