@@ -54,9 +54,9 @@ from .ir.errors import (
     UnsupportedFunctionError,
     UnsupportedOnBackendError,
 )
-from .tracer import nn, random
-from .tracer import numpy_api as numpy
-from .tracer import scipy_api as scipy
+from .numpy_lib import nn, random
+from .numpy_lib import numpy_api as numpy
+from .numpy_lib import scipy_api as scipy
 from .tracer import tree_api as tree
 from .tracer.callbacks import ShapeDtypeStruct, pure_callback
 from .tracer.lax import stop_gradient

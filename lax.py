@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .api import cond, fori_loop, scan, switch, while_loop  # the public entry points
 from .ir import dtypes as _dtypes
+from .numpy_lib.sorting import top_k
 from .tracer.control_flow import map_rows as map
 from .tracer.lax import (
     abs,
@@ -70,7 +71,6 @@ from .tracer.lax import (
     transpose,
 )
 from .tracer.lax import iota as broadcasted_iota
-from .tracer.sorting import top_k
 
 
 def iota(dtype, size: int):

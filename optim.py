@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .ir.errors import NumbaxError, NumbaxTypeError, at_line
-from .tracer import numpy_api as xnp
+from .numpy_lib import numpy_api as xnp
 from .tracer.lax import convert_element_type
 from .tracer.pytree import tree_map
 from .tracer.source_info import user_frame_info

@@ -12,7 +12,7 @@
   signal cannot have, at 0 and at ``n/2``, are dropped, as NumPy's).
 
 ``n`` (padding or truncating), ``axis``/``axes`` and ``norm`` are the front end's
-(``tracer/numpy_fft.py``): pads, slices, transposes and a scale around this primitive.
+(``numpy_lib/numpy_fft.py``): pads, slices, transposes and a scale around this primitive.
 The reference is ``numpy.fft``, in the operand's precision (NumPy 2 transforms float32
 and complex64 in single precision).
 """

@@ -20,7 +20,7 @@ import numbax
 
 ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
 NOT_SHIPPED = {"tests", "benchmarks", "tools", "examples", "build", "docs"}
-LAYERS = ("ir", "tracer", "transforms", "passes", "backends")
+LAYERS = ("ir", "tracer", "numpy_lib", "transforms", "passes", "backends")
 
 # DESIGN.md's table: the layers of the package each layer may import (itself always).
 # Modules at the root (api.py, export.py, ...) wire the layers together and may import
@@ -29,6 +29,7 @@ LAYERS = ("ir", "tracer", "transforms", "passes", "backends")
 MAY_IMPORT = {
     "ir": set(),
     "tracer": {"ir"},
+    "numpy_lib": {"ir", "tracer"},
     "transforms": {"ir", "tracer"},
     "passes": {"ir"},
     "backends": {"ir", "passes"},
@@ -221,7 +222,7 @@ def import_rings(graph: dict[str, set[str]]) -> list[list[str]]:
 # (issue 35: the tracer's NumPy library becomes a package of its own). A ring broken
 # makes its case pass unexpectedly, which fails (strict): then delete its line here.
 KNOWN_RINGS = {
-    "tracer-numpy": {"numbax.tracer.numpy_api", "numbax.tracer.numpy_linalg"},
+    "tracer-numpy": {"numbax.numpy_lib.numpy_api", "numbax.numpy_lib.numpy_linalg"},
     "passes-memory": {"numbax.passes.memory", "numbax.passes.window_stores"},
     "cuda-complex": {"numbax.backends.cuda.complex", "numbax.backends.cuda.scalar"},
 }

@@ -31,7 +31,7 @@ import numpy as np
 
 import numbax
 from numbax import config as config_module
-from numbax.tracer import numpy_api
+from numbax.numpy_lib import numpy_api
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -448,7 +448,7 @@ def numpy_support_markdown() -> str:
         f"Every function and ufunc in the public namespace of NumPy {numpy_version()} (and of "
         "`numpy.linalg` and `numpy.fft`), and whether numbax traces it when your function "
         "calls it on a traced array. Read from the tables `__array_function__` and "
-        "`__array_ufunc__` consult (`numbax.tracer.numpy_api.HANDLED_FUNCTIONS`, "
+        "`__array_ufunc__` consult (`numbax.numpy_lib.numpy_api.HANDLED_FUNCTIONS`, "
         "`HANDLED_UFUNCS`, `UFUNC_REDUCTIONS`), so it is what numbax really does.",
         "",
         *STATUS_LEGEND,

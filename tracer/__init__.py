@@ -1,6 +1,5 @@
 """Tracing: Python functions over arrays become jaxprs."""
 
-from . import array_methods
 from .core import Trace, Tracer, bind, current_trace, new_trace, replay, trace_flat
 from .pytree import (
     PyTreeDef,
@@ -11,8 +10,6 @@ from .pytree import (
     tree_structure,
     tree_unflatten,
 )
-
-array_methods.install()
 
 __all__ = [
     "PyTreeDef",

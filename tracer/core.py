@@ -326,7 +326,7 @@ class Tracer:
     # ``x += v``); 0-d results of operations are NumPy scalars, which are immutable.
     # ``_first_write``: the line of the first such write, for errors that name it.
     # ``_view``: for an array that is a view of another or has views of its own, where it
-    # sits in the memory they share (``tracer/views.py``); None for every other value.
+    # sits in the memory they share (``numpy_lib/views.py``); None for every other value.
     # ``_own_var``/``_own_value``: what ``_var``/``_value`` read, once a view is in sync.
     __slots__ = (
         "_trace", "aval", "_own_value", "_own_var", "weak_type", "_mutable", "_first_write",

@@ -29,7 +29,6 @@ import types
 import numpy as np
 
 from ..ir.errors import UnsupportedFunctionError, at_line
-from . import creation
 from .core import Tracer, current_trace
 from .source_info import user_frame_info
 
@@ -67,6 +66,9 @@ def _creating(name: str):
         trace = current_trace()
         if trace is None:
             return numpy_fn(*args, **kwargs)
+        # The NumPy library is a floor above the tracer: read when a traced call needs it.
+        from ..numpy_lib import creation
+
         if _has_tracer(args, kwargs):
             kwargs.pop("order", None)  # a traced array has no memory layout
             result = getattr(creation, name)(*args, **kwargs)
@@ -88,6 +90,8 @@ def _creating(name: str):
 def _new_handle(trace, value) -> Tracer:
     """A handle on a new array: the program may write into it."""
     if not isinstance(value, Tracer):
+        from ..numpy_lib import creation
+
         value = trace.lift(creation.array(value))
     return value.alias(mutable=True)
 
@@ -107,7 +111,7 @@ def _scalar_type(numpy_type):
 
     def __new__(cls, *args, **kwargs):
         if _has_tracer(args, kwargs):
-            from . import numpy_api
+            from ..numpy_lib import numpy_api
 
             return numpy_api.asarray(*args).astype(numpy_type)
         return numpy_type(*args, **kwargs)

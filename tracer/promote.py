@@ -34,7 +34,7 @@ def asarray(x):
     if isinstance(x, Tracer):
         return x
     if isinstance(x, (list, tuple)) and any(isinstance(e, Tracer) for e in _leaves(x)):
-        from .shapes import stack
+        from ..numpy_lib.shapes import stack
 
         return stack([asarray(e) for e in x])
     array = np.asarray(x)

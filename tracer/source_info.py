@@ -18,7 +18,7 @@ from ..ir.errors import at_line
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL_PREFIXES = tuple(
     os.path.join(_PACKAGE_ROOT, folder) + os.sep
-    for folder in ("ir", "tracer", "transforms", "passes", "backends", "dispatch")
+    for folder in ("ir", "tracer", "numpy_lib", "transforms", "passes", "backends", "dispatch")
 ) + (os.path.dirname(np.__file__) + os.sep,)
 _INTERNAL_FILES = frozenset(
     os.path.join(_PACKAGE_ROOT, name)

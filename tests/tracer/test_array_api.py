@@ -1,4 +1,4 @@
-"""NumPy 2's array-API spellings (``tracer/numpy_array_api.py``) and ``numpy.linalg``'s
+"""NumPy 2's array-API spellings (``numpy_lib/numpy_array_api.py``) and ``numpy.linalg``'s
 array-API variants, against NumPy: values, dtypes and shapes, views, derivatives against
 finite differences, vmap, and every refusal at the user's line. The corpus
 (``corpus_array_api.py``) runs them on every backend."""

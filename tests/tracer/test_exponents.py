@@ -1,5 +1,5 @@
-"""frexp, ldexp, spacing, nextafter (``tracer/numpy_exponents.py``) and gcd, lcm
-(``tracer/numpy_ufuncs.py``): bit for bit NumPy's on every backend, over the whole float
+"""frexp, ldexp, spacing, nextafter (``numpy_lib/numpy_exponents.py``) and gcd, lcm
+(``numpy_lib/numpy_ufuncs.py``): bit for bit NumPy's on every backend, over the whole float
 range (subnormals, the largest floats, signed zeros, infinities, NaN), and refused by
 name where NumPy has no loop. The corpus (``corpus_ufuncs.py``) runs them at its shapes,
 batched and differentiated."""

@@ -15,9 +15,9 @@ import pytest
 import numbax
 from numbax import random
 from numbax.ir.threefry import OUTPUTS, threefry2x32_p
+from numbax.numpy_lib.random import _next_below
 from numbax.passes import optimize
 from numbax.tracer.core import bind
-from numbax.tracer.random import _next_below
 
 N = 100_000  # samples for the moment and KS tests: seeded, so deterministic
 KEY = random.key(1234)

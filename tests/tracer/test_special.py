@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax.tracer.special import erf, erfc, erfinv
+from numbax.numpy_lib.special import erf, erfc, erfinv
 
 special = pytest.importorskip("scipy.special", reason="SciPy is the oracle of erf")
 

@@ -1,5 +1,5 @@
-"""The float ufuncs written as compositions (``tracer/numpy_ufuncs.py``, and ``exp2``,
-``log2``, ``log10`` of ``tracer/ufuncs.py``) against NumPy: an accuracy sweep in ulps over
+"""The float ufuncs written as compositions (``numpy_lib/numpy_ufuncs.py``, and ``exp2``,
+``log2``, ``log10`` of ``numpy_lib/ufuncs.py``) against NumPy: an accuracy sweep in ulps over
 the whole float range, the special values bit for bit (NaN, inf, -0.0, the edges of each
 domain), derivatives where the slope is infinite or a discarded branch overflows, dtype
 rules, and the refusals.

