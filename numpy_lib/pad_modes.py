@@ -7,8 +7,9 @@ of the operand (``source_positions``); the result is the concatenate of slices o
 operand, one per run of consecutive positions. Fusion reads such a concatenate by index
 arithmetic in the loop that consumes it (``passes.kernels.INDEX_MAPS``), so a padded
 array costs no buffer. A border that steps backwards or stays put (reflected or
-repeated) is one-element slices, while there are few of them (``MAX_LONE``); an axis
-with more is one ``gather`` of the operand, read from memory.
+repeated) is one-element slices. An axis that would take more than ``MAX_PIECES``
+slices (wide borders of those modes, or a wrap many times the axis) is one ``gather``
+of the operand instead, read from memory.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from ..tracer import lax
 
 MODES = ("edge", "wrap", "reflect", "symmetric")
 
-# The most one-element slices an axis is written with: a concatenate of k pieces is a
-# chain of k - 1 index tests where a loop reads it.
-MAX_LONE = 16
+# The most slices an axis is written with: a concatenate of k pieces is a chain of k - 1
+# index tests where a loop reads it.
+MAX_PIECES = 16
 
 
 def source_positions(size: int, low: int, high: int, mode: str) -> np.ndarray:
@@ -60,8 +61,7 @@ def pad_axis(x, axis: int, low: int, high: int, mode: str):
     size = x.shape[axis]
     positions = source_positions(size, low, high, mode)
     runs = _runs(positions)
-    lone = sum(1 for _, length in runs if length == 1)
-    if lone > MAX_LONE:
+    if len(runs) > MAX_PIECES:
         return lax.gather(x, positions.astype(np.int64), axis)
     pieces = []
     for first, length in runs:

@@ -206,6 +206,16 @@ def test_a_pad_wider_than_the_axis_in_each_mode_matches_numpy():
             np.testing.assert_array_equal(got, np.pad(a, width, mode=name), err_msg=name)
 
 
+def test_a_pad_of_many_pieces_is_one_gather():
+    """Wrapping a row of 3 around 40 times would be a concatenate of 27 slices: it is one
+    gather of the row, read from memory, with NumPy's values."""
+    a = A[:2, :3]
+    fn = numbax.jit(lambda a: np.pad(a, ((0, 0), (40, 41)), mode="wrap") * 2.0)
+    closed = trace(lambda a: np.pad(a, ((0, 0), (40, 41)), mode="wrap") * 2.0, a)
+    assert [e.prim.name for e in closed.jaxpr.eqns][:1] == ["gather"]
+    np.testing.assert_array_equal(fn(a), np.pad(a, ((0, 0), (40, 41)), mode="wrap") * 2.0)
+
+
 def test_pad_modes_numbax_does_not_have_are_refused_by_name():
     with pytest.raises(numbax.UnsupportedFunctionError, match="mode='mean'"):
         numbax.jit(lambda a: np.pad(a, 1, mode="mean"))(A)
