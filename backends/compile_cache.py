@@ -1,5 +1,6 @@
-"""What the backends' compile caches share: the text a generated module is keyed by, and
-the locks that let one thread compile a program while the others wait for it.
+"""What the backends' compile caches share: the text a generated module is keyed by, the
+one loader of generated modules, and the locks that let one thread compile a program while
+the others wait for it.
 
 A generated module's comments say which eqn each line computes and at which of the
 user's lines it was written (``source_info``); they change when the user's file moves,
@@ -7,15 +8,31 @@ while the program does not. So caches key a module on ``program_text``: its sour
 without comments, which still holds everything it computes (names, literals, constants,
 the helpers it calls). The helpers' own source is not in the module: a cache key adds it
 (``helpers_text``), since a compiled program holds the helpers compiled into it.
+
+A generated module (a cpu launcher or kernel, a cuda program) is written to its backend's
+cache folder, named by its key, via a temporary file and a rename, so a concurrent writer
+never leaves half a file, and imported under that name in ``sys.modules``, which lets
+Numba cache its compiled code beside it: a second process finds it on disk. A file that
+differs from the source only in comments (the user's file:line) is kept, so Numba's cache
+of it stays valid. Without a cache folder the source is executed in memory, registered
+with ``linecache`` so tracebacks and Numba show it. An unwritable folder warns once and
+the process writes under a temporary folder instead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import io
+import linecache
+import os
+import sys
+import tempfile
 import threading
 import tokenize
+import types
+import warnings
 from pathlib import Path
 
 
@@ -74,3 +91,85 @@ class KeyedLock:
                 held[1] -= 1
                 if not held[1]:
                     del self._locks[key]
+
+
+_ONE_MODULE = KeyedLock()  # per module name: one thread writes and imports it
+
+
+def load_module(source: str, module_name: str, folder: Path | None, label: str) -> types.ModuleType:
+    """Import generated ``source`` as ``module_name``: from its file under ``folder``
+    (``written``), or in memory without one; once per process. ``label`` names the
+    backend in an in-memory module's file name (``<numbax-cpu name>``)."""
+    with _ONE_MODULE(module_name):
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        if folder is None:
+            return _in_memory(module_name, source, label)
+        return imported(module_name, written(module_name, source, folder))
+
+
+def _in_memory(module_name: str, source: str, label: str) -> types.ModuleType:
+    filename = f"<numbax-{label} {module_name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(module_name)
+    exec(compile(source, filename, "exec"), module.__dict__)
+    # Registered once it has run to its end: no thread sees half a module. Code in a
+    # ``numba.objmode`` block (a callback) finds its globals through it.
+    sys.modules[module_name] = module
+    return module
+
+
+def written(module_name: str, source: str, folder: Path) -> Path:
+    """The path of the module file holding ``source``'s program, (re)written if it does
+    not (``same_program``)."""
+    path = folder / f"{module_name}.py"
+    try:
+        existing = _read(path)
+        if existing is None or not same_program(existing, source):
+            _write_atomically(path, source)
+    except OSError as err:
+        fallback = _temporary_folder()
+        warnings.warn(
+            f"numbax: cannot write the compile cache at {folder} ({err}); using {fallback} "
+            "for this process. Set NUMBAX_CACHE_DIR to a writable folder, or to 'off'.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return written(module_name, source, fallback)
+    return path
+
+
+@functools.cache
+def _temporary_folder() -> Path:
+    return Path(tempfile.mkdtemp(prefix="numbax-cache-"))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def imported(module_name: str, path: Path) -> types.ModuleType:
+    """The module at ``path``, imported as ``module_name`` once per process."""
+    with _ONE_MODULE(module_name):
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[module_name] = module  # Numba's cache finds the function through it
+        return module

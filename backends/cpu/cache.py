@@ -32,23 +32,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
-import linecache
 import os
 import platform
 import sys
-import tempfile
 import types
 import warnings
 from pathlib import Path
 
-from ..compile_cache import KeyedLock, helpers_text, program_text, same_program
+from .. import compile_cache
+from ..compile_cache import KeyedLock, helpers_text, program_text
 
 _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
 # The program's machine code holds theirs (Numba links a callee into its caller's cache).
 _HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py", "linalg.py", "lapack.py", "sorting.py")
 _HELPERS += ("launch.py",)  # how a launcher calls its kernels (``units.py``)
 _HELPERS += ("gemm.py",)  # how a product kernel calls BLAS: inlined in its machine code
+_HELPERS += ("mpi_calls.py",)  # a collective's MPI calls (``collectives.py``), linked by symbol
 # threefry2x32's helpers and the IR's algorithm they compile (``backends/threefry.py``).
 _HELPERS += ("threefry.py", "../threefry.py", "../../ir/threefry.py")
 MATHLIB_PREFIX = "numbax_cpu_mathlib_"  # see mathlib.py
@@ -111,22 +110,19 @@ def outcome(function, cache_dir: str | None) -> str:
 
 
 def load_module(source: str, module_name: str, cache_dir: str | None) -> types.ModuleType:
-    """Import generated ``source`` as ``module_name``, from ``cache_dir`` when given."""
-    with _ONE_THREAD(module_name):
-        if module_name in sys.modules:
-            return sys.modules[module_name]
-        if cache_dir is None:
-            return _module_from_source(module_name, source)
-        return _import(module_name, _written(module_name, source, Path(cache_dir) / "cpu"))
+    """Import generated ``source`` as ``module_name``, from ``cache_dir/cpu`` when given
+    (``compile_cache.load_module``)."""
+    folder = Path(cache_dir) / "cpu" if cache_dir is not None else None
+    return compile_cache.load_module(source, module_name, folder, "cpu")
 
 
 def _load_compiled(source: str, module_name: str, function_name: str, cache_dir: Path):
-    path = _written(module_name, source, cache_dir / "cpu")
+    path = compile_cache.written(module_name, source, cache_dir / "cpu")
     # Compiling the program loads the math functions it calls from the cache too.
     cached = _compiled_files(path.parent, (module_name, MATHLIB_PREFIX))
 
     def build():
-        function = getattr(_import(module_name, path), function_name)
+        function = getattr(compile_cache.imported(module_name, path), function_name)
         _compile(function, function.py_func.__globals__["SIGNATURE"], cached=True)
         return function
 
@@ -194,72 +190,6 @@ def _lean_cache_class():
                 return self._load_overload(sig, target_context)
 
     return _LeanCache
-
-
-def _module_from_source(module_name: str, source: str) -> types.ModuleType:
-    """An in-memory module; its lines are registered so tracebacks and Numba show them."""
-    filename = f"<numbax-cpu {module_name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    module = types.ModuleType(module_name)
-    exec(compile(source, filename, "exec"), module.__dict__)
-    # Code in a ``numba.objmode`` block (a callback) finds its globals through it.
-    sys.modules[module_name] = module
-    return module
-
-
-def _written(module_name: str, source: str, folder: Path) -> Path:
-    """The path of the module file holding ``source``'s program, (re)written if it does
-    not (``same_program``)."""
-    path = folder / f"{module_name}.py"
-    try:
-        existing = _read(path)
-        if existing is None or not same_program(existing, source):
-            _write_atomically(path, source)
-    except OSError as err:
-        fallback = _temporary_folder()
-        warnings.warn(
-            f"numbax: cannot write the compile cache at {folder} ({err}); using {fallback} "
-            "for this process. Set NUMBAX_CACHE_DIR to a writable folder, or to 'off'.",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-        return _written(module_name, source, fallback)
-    return path
-
-
-@functools.cache
-def _temporary_folder() -> Path:
-    return Path(tempfile.mkdtemp(prefix="numbax-cache-"))
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
-def _import(module_name: str, path: Path) -> types.ModuleType:
-    with _ONE_THREAD(module_name):
-        if module_name in sys.modules:
-            return sys.modules[module_name]
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[module_name] = module  # Numba's cache finds the function through it
-        return module
 
 
 def _compiled_files(folder: Path, prefixes) -> list[Path]:

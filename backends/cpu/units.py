@@ -75,6 +75,7 @@ layers 378-390 us, before 381-397 us): one BLAS call per batch.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -430,8 +431,10 @@ def compile_written(module_name: str, name: str, cache_dir: str) -> None:
     """A compile worker's task (``compile_workers``): compile the kernel ``name`` of the
     module ``start`` wrote under ``cache_dir`` into the disk cache."""
     path = Path(cache_dir) / "cpu" / f"{module_name}.py"
-    source = path.read_text()
-    _cfunc(load_module(source, module_name, cache_dir), name, True)
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "")) != path:
+        del sys.modules[module_name]  # from another cache folder: its code is cached there
+    _cfunc(load_module(path.read_text(), module_name, cache_dir), name, True)
 
 
 def _cfunc(module, name: str, cached: bool):

@@ -1,12 +1,10 @@
 """Turning the generated module source into CUDA kernels, or into PTX.
 
-The module is written to the compile cache folder (named by a hash of its source without
-comments, ``module_name``, via a temporary file and a rename, so a concurrent writer
-never leaves half a file) and imported under that name in ``sys.modules``, which lets
-Numba cache each kernel's compiled code beside it: a second process finds it on disk.
-Numba checks the file's bytes, so a file that differs from the source only in comments
-(the user's file:line) is kept. Without a cache folder the source is executed in memory
-(registered with ``linecache`` so tracebacks show it).
+The module is loaded by the loader every backend shares (``compile_cache.load_module``):
+written to the compile cache folder's ``cuda`` folder under ``module_name`` (a hash of its
+source without comments) and imported under that name, which lets Numba cache each
+kernel's compiled code beside it, so a second process finds it on disk; in memory without
+a cache folder.
 
 Every kernel argument is a flat C-contiguous array, so the signatures are fixed at
 generation time and the kernels compile eagerly, when the program is compiled: once
@@ -16,15 +14,13 @@ per process (``program_kernels``), by the first thread that asks, while the othe
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import linecache
 import os
-import sys
-import tempfile
 import types
+from pathlib import Path
 
 from ...config import config
-from ..compile_cache import KeyedLock, helpers_text, program_text, same_program
+from .. import compile_cache
+from ..compile_cache import KeyedLock, helpers_text, program_text
 from .options import simulating
 
 PTX_COMPUTE_CAPABILITY = (9, 0)  # sm_90: H100/H200
@@ -58,55 +54,11 @@ def module_name(identifier: str, source: str) -> str:
     return f"numbax_cuda_{identifier}_{digest.hexdigest()[:16]}"
 
 
-def _cache_path(module_name: str, source: str) -> str | None:
-    if not config.cache_dir:
-        return None
-    folder = os.path.join(config.cache_dir, "cuda")
-    path = os.path.join(folder, module_name + ".py")
-    try:
-        os.makedirs(folder, exist_ok=True)
-        with open(path, encoding="utf-8") as existing:
-            if same_program(existing.read(), source):
-                return path
-    except (FileNotFoundError, UnicodeDecodeError):
-        pass  # no file, or a damaged one: (re)write it
-    except OSError:
-        return None
-    try:
-        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(source)
-        os.replace(temporary, path)
-    except OSError:
-        return None  # an unwritable cache is no reason to fail: compile in memory
-    return path
-
-
 def load_module(module_name: str, source: str) -> tuple[types.ModuleType, bool]:
     """The module, and whether it lives in a file (so Numba may cache its kernels)."""
-    with _ONE_THREAD(module_name):
-        if module_name not in sys.modules:
-            # Registered once it has run to its end: no thread sees half a module.
-            sys.modules[module_name] = _executed(module_name, source)
-        module = sys.modules[module_name]
-        return module, bool(getattr(module, "__file__", None))
-
-
-def _executed(module_name: str, source: str) -> types.ModuleType:
-    path = _cache_path(module_name, source)
-    if path is not None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-            return module
-        except Exception:  # noqa: BLE001 - a corrupt cache entry: compile in memory
-            pass
-    module = types.ModuleType(module_name)
-    filename = f"<numbax-cuda {module_name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), module.__dict__)
-    return module
+    folder = Path(config.cache_dir) / "cuda" if config.cache_dir else None
+    module = compile_cache.load_module(source, module_name, folder, "cuda")
+    return module, bool(getattr(module, "__file__", None))
 
 
 def program_kernels(program) -> tuple[list, dict]:
