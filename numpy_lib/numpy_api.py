@@ -173,12 +173,12 @@ HANDLED_UFUNCS[np.matmul] = matmul
 from . import numpy_complex, numpy_construction, numpy_statistics, numpy_ufuncs, sorting  # noqa: E402, I001
 from . import numpy_array_api, numpy_exponents, numpy_placement, numpy_polynomial  # noqa: E402
 from . import numpy_histograms, numpy_index_tricks, numpy_queries, numpy_selection  # noqa: E402
-from . import numpy_sets  # noqa: E402
+from . import numpy_differences, numpy_sets  # noqa: E402
 
 _FAMILIES = (
     numpy_construction, numpy_statistics, numpy_ufuncs, numpy_exponents, numpy_complex,
     numpy_array_api, numpy_polynomial, numpy_histograms, numpy_placement, numpy_index_tricks,
-    numpy_queries, numpy_selection, numpy_sets,
+    numpy_queries, numpy_selection, numpy_sets, numpy_differences,
 )  # fmt: skip
 for _family in (*_FAMILIES, sorting):
     for _name, _implementation in _family.FUNCTIONS.items():

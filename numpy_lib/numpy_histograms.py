@@ -22,8 +22,8 @@ from ..tracer.core import known_value
 from ..tracer.promote import asarray, convert
 from ..tracer.source_info import error_at_user_line as _error
 from . import numpy_api as xnp
-from .numpy_construction import diff
 from .numpy_counting import bincount, histogram, outer_edges
+from .numpy_differences import diff
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):

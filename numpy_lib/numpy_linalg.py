@@ -1,4 +1,4 @@
-"""``numpy.linalg`` (and SciPy's ``solve_triangular`` and ``cho_solve``), traced.
+"""``numpy.linalg``, traced.
 
 Six factorizations are primitives (``ir/linalg.py``): ``cholesky``, ``triangular_solve``,
 ``lu``, ``qr``, ``eigh``, ``svd``. Everything else is a composition of them with the
@@ -7,7 +7,7 @@ and ``inv`` are an LU and two triangular solves, ``det`` and ``slogdet`` LU's di
 and its row swaps, ``tensorinv`` and ``tensorsolve`` ``inv`` and ``solve`` of the tensors
 as matrices, ``pinv``, ``lstsq`` and ``matrix_rank`` the SVD, ``norm`` reductions
 or singular values, ``matrix_power`` repeated squaring, ``multi_dot`` matrix products in
-the cheapest order, ``cho_solve`` two triangular solves.
+the cheapest order.
 
 NumPy's stacked semantics: a ``(..., m, n)`` argument is a stack of matrices, and two
 stacks broadcast. Inputs are float32 or float64 (integers and bools compute in float64,
@@ -25,7 +25,8 @@ raises, numbax says what it does instead:
 
 Each name in ``FUNCTIONS`` joins ``numbax.numpy.linalg`` and NumPy's dispatch table (the
 array-API variants, ``linalg.cross``, ``linalg.vecdot``, ..., are ``numpy_array_api``'s);
-``cho_solve`` and ``solve_triangular`` are ``numbax.scipy.linalg``'s (``scipy_linalg``).
+SciPy's ``solve_triangular`` and ``cho_solve`` (``numbax.scipy.linalg``) are
+``scipy_linalg``'s, built on the helpers here.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ QRResult = type(np.linalg.qr(np.eye(1)))
 SVDResult = type(np.linalg.svd(np.eye(1)))
 
 
-def _float_dtype(*xs, name: str) -> np.dtype:
+def float_dtype(*xs, name: str) -> np.dtype:
     """NumPy's linalg dtype: float32 stays, float64 stays, integers and bools are float64."""
     dtype = result_type(*xs)
     if dtype.kind in "biu":
@@ -67,7 +68,7 @@ def _float_dtype(*xs, name: str) -> np.dtype:
     return dtype
 
 
-def _stack(a, name: str, *, square: bool = False, dtype=None):
+def matrix_stack(a, name: str, *, square: bool = False, dtype=None):
     """``a`` as a float stack of matrices, checked as NumPy's linalg checks it."""
     x = asarray(a)
     if x.ndim < 2:
@@ -82,10 +83,10 @@ def _stack(a, name: str, *, square: bool = False, dtype=None):
             f"numpy.linalg.{name}: the last 2 dimensions of the array must be square, got "
             f"{x.shape}",
         )
-    return convert(x, dtype or _float_dtype(x, name=name))
+    return convert(x, dtype or float_dtype(x, name=name))
 
 
-def _broadcast_batch(a, b, name: str):
+def broadcast_batch(a, b, name: str):
     """Two stacks broadcast to one batch shape (their matrix shapes kept)."""
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], operation=f"numpy.linalg.{name}")
     return (
@@ -117,8 +118,8 @@ def _lu_solve(a, b):
 def solve(a, b):
     a = asarray(a)
     b = asarray(b)
-    dtype = _float_dtype(a, b, name="solve")
-    a = _stack(a, "solve", square=True, dtype=dtype)
+    dtype = float_dtype(a, b, name="solve")
+    a = matrix_stack(a, "solve", square=True, dtype=dtype)
     b = convert(b, dtype)
     vector = b.ndim == 1  # NumPy 2: only a 1-d b is a vector; (..., m, k) otherwise
     if vector:
@@ -129,13 +130,13 @@ def solve(a, b):
             f"numpy.linalg.solve: b of shape {b.shape} does not match a of shape {a.shape}: b "
             "must be (m,) or (..., m, k) for a of shape (..., m, m)",
         )
-    a, b = _broadcast_batch(a, b, "solve")
+    a, b = broadcast_batch(a, b, "solve")
     x = _lu_solve(a, b)
     return lax.reshape(x, x.shape[:-1]) if vector else x
 
 
 def inv(a):
-    a = _stack(a, "inv", square=True)
+    a = matrix_stack(a, "inv", square=True)
     return _lu_solve(a, la.eye(a.shape[-1], a.dtype, a.shape[:-2]))
 
 
@@ -189,13 +190,13 @@ def _lu_diagonal_and_sign(a):
 
 
 def det(a):
-    a = _stack(a, "det", square=True)
+    a = matrix_stack(a, "det", square=True)
     diagonal, sign = _lu_diagonal_and_sign(a)
     return sign * lax.reduce_prod(diagonal, (diagonal.ndim - 1,))
 
 
 def slogdet(a):
-    a = _stack(a, "slogdet", square=True)
+    a = matrix_stack(a, "slogdet", square=True)
     diagonal, sign = _lu_diagonal_and_sign(a)
     last = (diagonal.ndim - 1,)
     sign = sign * lax.reduce_prod(lax.sign(diagonal), last)
@@ -203,7 +204,7 @@ def slogdet(a):
 
 
 def cholesky(a, /, *, upper=False):
-    a = _stack(a, "cholesky", square=True)
+    a = matrix_stack(a, "cholesky", square=True)
     if upper:  # the upper factor of the upper triangle: the lower one of the transpose
         return la.mT(la.cholesky(la.mT(a)))
     return la.cholesky(a)
@@ -223,7 +224,7 @@ def qr(a, mode="reduced"):
             "numpy.linalg.qr: mode='raw' (LAPACK's Householder reflectors) is not supported; "
             "use mode='reduced' or 'complete'",
         )
-    a = _stack(a, "qr")
+    a = matrix_stack(a, "qr")
     q, r = la.qr(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 
@@ -236,12 +237,12 @@ def _lower_read(a, uplo: str, name: str):
 
 
 def eigh(a, UPLO="L"):  # noqa: N803 (NumPy's name)
-    a = _stack(a, "eigh", square=True)
+    a = matrix_stack(a, "eigh", square=True)
     return EighResult(*la.eigh(_lower_read(a, UPLO, "eigh")))
 
 
 def eigvalsh(a, UPLO="L"):  # noqa: N803
-    a = _stack(a, "eigvalsh", square=True)
+    a = matrix_stack(a, "eigvalsh", square=True)
     return la.eigh(_lower_read(a, UPLO, "eigvalsh"))[0]
 
 
@@ -257,9 +258,9 @@ def _descending(values, *others):
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    a = _stack(a, "svd")
+    a = matrix_stack(a, "svd")
     if hermitian:  # NumPy's way: |eigenvalues| descending, the signs moved into vt
-        a = _stack(a, "svd", square=True)
+        a = matrix_stack(a, "svd", square=True)
         if not compute_uv:
             return _descending(lax.abs(eigvalsh(a)))[0]
         w, v = la.eigh(a)
@@ -319,7 +320,7 @@ def _matrix_norm(x, ord, row_axis, col_axis):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     x = asarray(x)
-    x = convert(x, _float_dtype(x, name="norm"))
+    x = convert(x, float_dtype(x, name="norm"))
     if axis is None:
         if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
             flat = lax.reshape(x, (x.size,))
@@ -370,7 +371,7 @@ def _eps(dtype) -> float:
 
 
 def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
-    a = _stack(a, "pinv")
+    a = matrix_stack(a, "pinv")
     if rcond is None:
         if rtol is _NO_VALUE:
             rcond = 1e-15
@@ -391,7 +392,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
 
 def lstsq(a, b, rcond=None):
     a, b = asarray(a), asarray(b)
-    dtype = _float_dtype(a, b, name="lstsq")
+    dtype = float_dtype(a, b, name="lstsq")
     vector = b.ndim == 1
     b = convert(lax.reshape(b, (b.shape[0], 1)) if vector else b, dtype)
     a = convert(a, dtype)
@@ -442,7 +443,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803
 
 
 def cond(x, p=None):
-    x = _stack(x, "cond")
+    x = matrix_stack(x, "cond")
     if p is None or p in (2, -2):
         s = svd(x, compute_uv=False)
         largest, smallest = xnp.take(s, 0, axis=-1), xnp.take(s, -1, axis=-1)
@@ -456,7 +457,7 @@ def cond(x, p=None):
 def matrix_power(a, n):
     a = asarray(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        _stack(a, "matrix_power", square=True)
+        matrix_stack(a, "matrix_power", square=True)
     try:
         n = operator.index(n)
     except TypeError:
@@ -525,61 +526,6 @@ def multi_dot(arrays, *, out=None):
     elif first == 1 or last == 1:
         result = lax.reshape(result, (result.size,))
     return result if out is None else write_out(out, result, "linalg.multi_dot", "same_kind")
-
-
-# --- SciPy -----------------------------------------------------------------------------------
-
-_TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
-
-
-def solve_triangular(
-    a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True
-):
-    """``scipy.linalg.solve_triangular``, over stacks too: ``x`` with ``op(a) x = b``, ``a``
-    read as its lower (``lower``) or upper triangle; ``trans`` 0/'N', 1/'T' (2/'C' is
-    'T' for real matrices). ``overwrite_b`` and ``check_finite`` change nothing here.
-
-    >>> import numpy as np, numbax
-    >>> a = np.array([[2.0, 0.0], [1.0, 1.0]])
-    >>> numbax.jit(lambda a, b: numbax.scipy.linalg.solve_triangular(a, b, lower=True))(
-    ...     a, np.array([2.0, 3.0]))
-    array([1., 2.])
-    """
-    if trans not in _TRANS:
-        raise _error(
-            ValueError, f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', not {trans!r}"
-        )
-    a, b = asarray(a), asarray(b)
-    dtype = _float_dtype(a, b, name="solve_triangular")
-    a = _stack(a, "solve_triangular", square=True, dtype=dtype)
-    b = convert(b, dtype)
-    vector = b.ndim == a.ndim - 1
-    if vector:
-        b = lax.expand_dims(b, (b.ndim,))
-    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
-        raise _error(
-            ShapeError, f"solve_triangular: shapes of a {a.shape} and b {b.shape} are incompatible"
-        )
-    a, b = _broadcast_batch(a, b, "solve_triangular")
-    x = la.triangular_solve(
-        a, b, lower=bool(lower), transpose_a=_TRANS[trans], unit_diagonal=bool(unit_diagonal)
-    )
-    return lax.reshape(x, x.shape[:-1]) if vector else x
-
-
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
-    """``scipy.linalg.cho_solve``: ``x`` with ``A x = b`` from ``(c, lower)``, ``c`` the
-    Cholesky factor of ``A`` in its lower (``A = c cᵀ``) or upper (``A = cᵀ c``) triangle.
-
-    >>> import numpy as np, numbax
-    >>> a = np.array([[4.0, 2.0], [2.0, 3.0]])
-    >>> numbax.jit(lambda a, b: numbax.scipy.linalg.cho_solve(
-    ...     (np.linalg.cholesky(a), True), b))(a, np.array([6.0, 5.0]))
-    array([1., 1.])
-    """
-    c, lower = c_and_lower
-    y = solve_triangular(c, b, trans=0 if lower else 1, lower=lower)
-    return solve_triangular(c, y, trans=1 if lower else 0, lower=lower)
 
 
 FUNCTIONS = {

@@ -45,7 +45,8 @@ from ..tracer.indexing import update
 from ..tracer.promote import asarray, convert, normalize_axis, result_type
 from ..tracer.source_info import error_at_user_line as _error
 from . import numpy_api as xnp
-from .numpy_construction import diff, slice_axis
+from .numpy_construction import slice_axis
+from .numpy_differences import diff
 from .numpy_linalg import LIMITATIONS, inv, lstsq
 from .numpy_statistics import cumprod
 
