@@ -310,9 +310,8 @@ class _Constants(NamedTuple):
     log_poly: tuple  # Q in log(m) = f - f^2/2 + s (f^2/2 + z Q(z))
     sin_poly: tuple  # S in sin(r) = r + r z S(z), z = r^2
     cos_poly: tuple  # C in cos(r) = 1 - z/2 + z^2 C(z)
-    # float32 only (see _tanh_rational): tanh(a) = a P(z) / Q(z), z = a^2, for a below
-    # tanh_one_from; P(z) = 1 + z N(z), Q(z) = 1 + z D(z). From tanh_one_from on the
-    # float32 result is 1.
+    # float32 only (see _tanh_rational): tanh(x) = x P(z) / Q(z), z = x^2, for |x| up to
+    # tanh_one_from, where it is exactly 1; P(z) = 1 + z N(z), Q(z) = 1 + z D(z).
     tanh_one_from: np.floating | None = None
     tanh_numerator: tuple = ()  # N
     tanh_denominator: tuple = ()  # D
@@ -644,14 +643,14 @@ def _tanh_rational(x, consts):
     roundings of P and Q can be 2^-24 relative where the result, just below 1, has
     ulps of 2^-24: hence the 6-ulp bound (XLA's own float32 tanh: 4.9 ulps).
     """
-    a = abs(x)
-    a = consts.tanh_one_from if a > consts.tanh_one_from else a  # NaN passes
-    z = a * a  # underflows to 0 for tiny a: then P = Q = 1 and tanh(a) = a, exactly
+    # Clamped with its sign (NaN passes): the rational is exactly +-1 at +-tanh_one_from,
+    # and odd, so x P/Q needs neither |x|, a select of 1 nor a sign copy (-0 stays -0).
+    x = consts.tanh_one_from if x > consts.tanh_one_from else x
+    x = -consts.tanh_one_from if x < -consts.tanh_one_from else x
+    z = x * x  # underflows to 0 for tiny x: then P = Q = 1 and tanh(x) = x, exactly
     numerator = _fma(z, _polynomial(z, consts.tanh_numerator), consts.one)
     denominator = _fma(z, _polynomial(z, consts.tanh_denominator), consts.one)
-    magnitude = _divide(a * numerator, denominator)
-    magnitude = consts.one if a >= consts.tanh_one_from else magnitude
-    return _float_from_bits(_bits(magnitude) | (_bits(x) & consts.sign_mask), x)
+    return _divide(x * numerator, denominator)
 
 
 @_helper
