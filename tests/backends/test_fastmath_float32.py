@@ -10,10 +10,13 @@ documented ``fastmath.ULP_BOUNDS``, and special values must be NumPy's exactly. 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from numba import njit
 
+import numbax
 from numbax.backends.cpu import fastmath
 
 NAMES = ["exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos"]
@@ -139,6 +142,23 @@ def test_tanh_float32_is_exactly_one_where_tanh_rounds_to_one():
     np.testing.assert_array_equal(result, np.ones_like(x))
     _loop("tanh")(-x, result)
     np.testing.assert_array_equal(result, -np.ones_like(x))
+
+
+def test_jitted_float32_tanh_chain_is_one_simd_loop_of_fmas_within_the_bound():
+    """End to end on the cpu backend, the issue's chain: the fused loop is SIMD code
+    whose tanh is the rational (FMAs and one division, no libm call), and its results
+    are NumPy's float64 ones within a few float32 ulps (the tanh's own bound is checked
+    by the sweeps above)."""
+    x = np.linspace(-12, 12, 4099, dtype=np.float32)
+    compiled = numbax.jit(lambda x: np.tanh(1.5 * x + 0.5) * 0.5 + x * x).lower(x).compile()
+    llvm = compiled.llvm_ir()
+    assert re.search(r"<(4|8|16) x float>", llvm), "the loop was not vectorised"
+    assert re.search(r"llvm\.fma\.v(4|8|16)f32", llvm), "the Horner steps are not vector FMAs"
+    declared = re.findall(r"^declare [^@]*@\"?([\w.$]+)", llvm, re.MULTILINE)
+    assert not [name for name in declared if re.match(r"(tanh|exp|expm1)f?$", name)], declared
+    inner = (np.float32(1.5) * x + np.float32(0.5)).astype(np.float64)
+    expected = np.tanh(inner) * 0.5 + x.astype(np.float64) ** 2
+    np.testing.assert_allclose(compiled(x), expected, rtol=2e-6, atol=1e-7)
 
 
 @pytest.mark.slow
