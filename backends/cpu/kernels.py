@@ -527,10 +527,11 @@ class IndexMap:
         deps: set = set()
         for x in eqn.inputs:
             size = x.aval.shape[axis]
-            inside, inside_deps = self._inside(axis, at, at + size) if size else (False, ())
-            deps |= inside_deps
-            if inside is not False:
-                pieces.append((x, at))
+            if size:
+                inside, inside_deps = self._inside(axis, at, at + size)
+                deps |= inside_deps
+                if inside is not False:
+                    pieces.append((x, at))
             at += size
         start, stride, d = self.dims[axis]
         expression = ""

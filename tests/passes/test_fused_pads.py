@@ -79,6 +79,10 @@ def concatenated_rows(a, b):
     return np.concatenate([a[2:], b[:2]]) - a
 
 
+def concatenated_with_an_empty_piece(a, b):
+    return np.concatenate([a[:, :0], b[:, 1:], a[:, :1]], axis=1) * a
+
+
 def stacked(a, b):
     return np.stack([a, b[::-1]]) * 2.0
 
@@ -110,6 +114,7 @@ CASES = {
     "pad_of_pad": (pad_of_pad, (A,)),
     "concatenated_slices": (concatenated_slices, (A, B)),
     "concatenated_rows": (concatenated_rows, (A, B)),
+    "concatenated_with_an_empty_piece": (concatenated_with_an_empty_piece, (A, B)),
     **{f"pad_{name}": (mode(name, width), (A,)) for name, width in MODES.items()},
 }
 
