@@ -14,6 +14,7 @@ epilogue (bias, activation, ...) straight into the stores.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ...ir import dtypes
@@ -60,13 +61,21 @@ def accumulator_dtype(dtype):
     return dtypes.int64 if dtype == dtypes.bool_ else dtype
 
 
+# An epilogue heavier than this (its ops and outputs, counted one each) runs on a thread
+# tile of a quarter the size: each thread's epilogue is unrolled over its tile, and with
+# 4 x 4 accumulators a transformer's GELU (eleven ops, seven outputs) or a layer norm's
+# backward (fifteen ops) needed more than sm_90's 255 registers and spilled 180-256 bytes
+# (``ptxas -v``, ``benchmarks/cuda_kernels.py``); a plain product uses 114-165 registers.
+EPILOGUE_LIMIT = 8
+
+
 def contraction_kernel(w: KernelWriter, options: CudaOptions, header: str) -> KernelSource:
     (eqn,) = [e for e in w.jaxpr.eqns if e.prim.name == "dot_general"]
     mm = MatmulShape(eqn)
     for atom in w.jaxpr.outvars:
         if tuple(atom.aval.shape) != mm.out_shape:
             raise CodegenError(f"cuda codegen: matmul epilogue output {atom.aval.shape}")
-    o = options
+    o = tiles_for(w.jaxpr, options)
     acc_dtype = accumulator_dtype(eqn.outputs[0].aval.dtype)
     zero = constant(0, acc_dtype)
     rows, cols = o.tile_m // o.thread_m, o.tile_n // o.thread_n  # the thread grid
@@ -114,6 +123,21 @@ def contraction_kernel(w: KernelWriter, options: CudaOptions, header: str) -> Ke
     kernel = KernelSource(w.name, w.source(header), w.params, grid, (threads,), launch=not empty)
     kernel.cublas = cublas.plan(w, mm, options, header)
     return kernel
+
+
+def tiles_for(jaxpr, options: CudaOptions) -> CudaOptions:
+    """``options``, with the block and thread tiles halved in each direction where the
+    kernel's epilogue weighs more than ``EPILOGUE_LIMIT``."""
+    weight = len(jaxpr.eqns) - 1 + len(jaxpr.outvars)
+    if weight <= EPILOGUE_LIMIT or min(options.thread_m, options.thread_n) < 2:
+        return options
+    return dataclasses.replace(
+        options,
+        tile_m=options.tile_m // 2,
+        tile_n=options.tile_n // 2,
+        thread_m=options.thread_m // 2,
+        thread_n=options.thread_n // 2,
+    )
 
 
 def _load_tile(w, mm, side, batch_dims, threads, acc_dtype, o) -> None:

@@ -2,13 +2,22 @@
 
 This is how the GPU variant of the generated code (warp shuffles on, full-size launch
 shapes) is checked on machines without a GPU. It needs the real ``numba.cuda``, so it
-cannot run under the simulator.
+cannot run under the simulator. ``assembled`` then runs NVIDIA's assembler, ``ptxas``
+(from the ``nvidia-cuda-nvcc`` wheel of the ``cuda`` extra, or the CUDA toolkit), on a
+kernel's PTX for sm_90 and reads what it reports: registers per thread, bytes spilled to
+local memory, static shared memory. A kernel that spills is slow on every GPU.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import os
 import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
 
 from ...ir.core import ClosedJaxpr
 from .loader import PTX_COMPUTE_CAPABILITY, compile_ptx, load_module
@@ -68,3 +77,55 @@ def ptx_toolchain_problem() -> str | None:
         reason = " ".join(f"{type(error).__name__}: {error}".split())[:200]
         return f"no CUDA PTX toolchain ({reason}); install the extra: pip install -e '.[cuda]'"
     return None
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """What ``ptxas -v`` reports for one kernel's sm_90 machine code."""
+
+    registers: int  # per thread
+    spill_stores: int  # bytes
+    spill_loads: int  # bytes
+    shared: int  # bytes of static shared memory
+    stack: int  # bytes of stack frame
+
+
+@functools.cache
+def ptxas() -> str | None:
+    """The path of ``ptxas``: the ``nvidia-cuda-nvcc`` wheel's, else the one on PATH."""
+    spec = importlib.util.find_spec("nvidia")
+    for folder in spec.submodule_search_locations if spec else ():
+        for sub in ("cu13", "cuda_nvcc", "cu12"):
+            path = os.path.join(folder, sub, "bin", "ptxas")
+            if os.access(path, os.X_OK):
+                return path
+    return shutil.which("ptxas")
+
+
+_USED = re.compile(r"Used (\d+) registers")
+_SHARED_USED = re.compile(r"(\d+) bytes smem")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def assembled(ptx: str, arch: str = "sm_90") -> Assembled:
+    """Assemble one kernel's ``ptx`` with ``ptxas`` for ``arch``; its report. Raises
+    RuntimeError with ptxas's message where it refuses the PTX."""
+    tool = ptxas()
+    if tool is None:
+        raise RuntimeError("ptxas not found: pip install nvidia-cuda-nvcc (the cuda extra)")
+    with tempfile.TemporaryDirectory(prefix="numbax-ptxas-") as folder:
+        source = os.path.join(folder, "kernel.ptx")
+        with open(source, "w", encoding="utf-8") as file:
+            file.write(ptx)
+        command = [tool, f"-arch={arch}", "-v", "-o", os.path.join(folder, "kernel.cubin"), source]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"ptxas refused the PTX: {done.stderr.strip()[-2000:]}")
+    report = done.stderr + done.stdout
+    registers = _USED.search(report)
+    frame = _FRAME.search(report)
+    shared = _SHARED_USED.search(report)
+    stack, stores, loads = (int(x) for x in frame.groups()) if frame else (0, 0, 0)
+    return Assembled(
+        int(registers[1]) if registers else 0, stores, loads, int(shared[1]) if shared else 0, stack
+    )

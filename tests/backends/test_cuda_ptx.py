@@ -6,7 +6,8 @@ Runs in a plain ``python -m pytest`` (the PTX compiler needs the real numba.cuda
 these tests skip under NUMBA_ENABLE_CUDASIM=1, where test_cuda.py runs instead). The tests
 that compile PTX need the ``cuda`` extra (numba-cuda and NVRTC): without it they skip,
 saying why, unless ``NUMBAX_TEST_PTX=1`` (set by ``.ci/run``) makes a missing toolchain a
-failure.
+failure. Where ``ptxas`` is present (the ``cuda`` extra's ``nvidia-cuda-nvcc``), every
+kernel's PTX is also assembled to sm_90 machine code, which must not spill.
 """
 
 from __future__ import annotations
@@ -107,15 +108,30 @@ def _count_kernels(jaxpr) -> int:
     return count
 
 
+def _assembler() -> bool:
+    """Whether ``ptxas`` is here to assemble each kernel (with NUMBAX_TEST_PTX=1 it must
+    be: the cuda extra brings it)."""
+    from numbax.backends.cuda.ptx import ptxas
+
+    if ptxas() is None and switches.flag("NUMBAX_TEST_PTX"):
+        pytest.fail("NUMBAX_TEST_PTX=1 but ptxas is missing: pip install -e '.[cuda]'")
+    return ptxas() is not None
+
+
 def compile_and_count(fun, args, name):
-    from numbax.backends.cuda.ptx import program_ptx
+    from numbax.backends.cuda.ptx import assembled, program_ptx
 
     closed = numbax.make_jaxpr(fun)(*args)
     kernels = program_ptx(closed, name)
+    assemble = _assembler()
     for kernel_name, ptx in kernels:
         assert ptx.count(".entry") == 1, kernel_name
         assert ".target sm_90" in ptx
         assert shared_bytes(ptx) <= STATIC_SHARED_LIMIT, kernel_name
+        if assemble:  # sm_90 machine code that keeps every value in registers
+            report = assembled(ptx)
+            assert report.spill_stores == report.spill_loads == 0, (kernel_name, report)
+            assert report.shared <= STATIC_SHARED_LIMIT, (kernel_name, report)
     assert len(kernels) == expected_kernels(closed), [k for k, _ in kernels]
     return dict(kernels)
 
@@ -133,6 +149,12 @@ def _control_flow(x, xs):
 
 
 F32 = np.float32
+
+
+def _gelu_parts(h):
+    inner = 0.7978846 * (h + 0.044715 * h * h * h)
+    t = np.tanh(inner)
+    return 0.5 * h * (1.0 + t), t, inner, h * h, 1.0 - t * t, h * 0.5, inner * 2.0
 
 
 def _arrays(*shapes, dtype=F32):
@@ -166,6 +188,13 @@ VARIANTS = {
     "matmul_f32": (
         lambda a, b: np.maximum(a @ b, 0.0),
         _arrays((70, 40), (40, 90)),
+        ["fma.rn.f32"],
+    ),
+    # A transformer's GELU with its derivative's factors, fused after the product: with the
+    # full thread tile it needed more than 255 registers (``contraction.EPILOGUE_LIMIT``).
+    "matmul_gelu_epilogue": (
+        lambda a, b, c: _gelu_parts(a @ b + c),  # spilled 256 bytes before the limit
+        _arrays((8, 32, 64), (64, 256), (256,)),
         ["fma.rn.f32"],
     ),
     "matmul_batched_f64": (
