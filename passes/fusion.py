@@ -45,6 +45,7 @@ from .broadcasts import copy_cheap_producers, hoist_broadcasts, sink_windows
 from .dce import eliminate_dead_code
 from .fusion_order import ListOrder
 from .kernels import (
+    INDEX_MAPS,
     INDEXED,
     UNIT_RESHAPES,
     KernelSpec,
@@ -203,6 +204,43 @@ class Partition:
             spec = self.merged_spec(a, b)
             if spec is not None:
                 self._merge(heap, a, b, spec)
+        for gid in list(self.groups):
+            self.gather_pieces(gid)
+
+    def gather_pieces(self, gid: int) -> None:
+        """A pad or concatenate that no kernel reads in place (a product's operand, a
+        result of the program) is written by one loop that reads its pieces in place:
+        the views only it reads join it, where ``classify`` accepts them, instead of
+        each being copied out first."""
+        group = self.groups.get(gid)
+        if group is None or group.spec is None or group.spec.kind != "view":
+            return
+        if self.eqns[min(group.members)].prim.name not in INDEX_MAPS:
+            return
+        refused: set = set()
+        while True:
+            pieces = [
+                self.group_of[self.producer[v]]
+                for v in self.groups[gid].inputs
+                if v in self.producer
+                and v not in self.outvars
+                and all(self.group_of[r] == gid for r in self.readers[v])
+            ]
+            pieces = [
+                g
+                for g in pieces
+                if g not in refused and self.groups[g].spec and self.groups[g].spec.kind == "view"
+            ]
+            if not pieces:
+                return
+            piece = pieces[0]
+            members = sorted(self.groups[gid].members + self.groups[piece].members)
+            spec = classify([self.eqns[i] for i in members])
+            if spec is None or spec.kind != "elementwise":
+                refused.add(piece)
+                continue
+            self._merge([], gid, piece, spec)
+            gid = gid if gid in self.groups else piece
 
     def merged_spec(self, a: int, b: int) -> KernelSpec | None:
         """The spec of ``a`` and ``b`` as one kernel, if that is legal."""

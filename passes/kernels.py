@@ -97,8 +97,11 @@ def classify(eqns: Sequence[Eqn]) -> KernelSpec | None:
     produced = {v for e in eqns for v in e.outputs}
     viewed = {v for e in eqns if is_view(e) for v in e.outputs}
     computed = [e for e in eqns if not is_view(e)]
-    if not computed:
+    if not computed and not any(e.prim.name in INDEX_MAPS for e in eqns):
         return None  # windows alone are copies: opaque kernels, one each
+    if not computed:  # a pad or concatenate with the views it reads: one loop writes it
+        spec = KernelSpec("elementwise", _shape(eqns[-1]))
+        return spec if views_read_memory(eqns, produced, viewed, {spec.shape}) else None
     contractions = [e for e in eqns if e.prim.pattern is Pattern.CONTRACTION]
     reductions = [e for e in eqns if e.prim.pattern is Pattern.REDUCTION]
     if contractions:

@@ -196,6 +196,25 @@ def test_a_stack_of_a_reversed_array_matches_numpy(backend):
     np.testing.assert_allclose(got, stacked(A, B), rtol=1e-12, atol=1e-12)
 
 
+def im2col_product(x, w):
+    rows, columns = x.shape[1] - 2, x.shape[2] - 2
+    patches = [x[:, i : i + rows, j : j + columns] for i in range(3) for j in range(3)]
+    return np.tanh(np.concatenate(patches, axis=-1) @ w)
+
+
+def test_a_concatenate_a_product_reads_is_one_loop_that_reads_its_pieces_in_place():
+    """The im2col matrix is the product's operand, so it is in memory: one loop writes
+    it, reading the nine windows in place, instead of nine copies and a concatenate."""
+    args = (rng.standard_normal((2, 6, 5, 3)), rng.standard_normal((27, 4)))
+    fused, _ = optimize(im2col_product, *args)
+    assert_same_values(trace(im2col_product, *args), fused, args, rtol=1e-12, atol=1e-12)
+    loops = [k for k in all_kernels(fused.jaxpr) if k.params["kind"] == "elementwise"]
+    assert materialised(fused) == [] and len(loops) == 1
+    assert [e.prim.name for e in loops[0].params["jaxpr"].eqns].count("slice") == 9
+    got = numbax.jit(im2col_product, backend="cpu")(*args)
+    np.testing.assert_allclose(got, im2col_product(*args), rtol=1e-12, atol=1e-12)
+
+
 def test_a_heat_step_is_one_loop_kernel():
     fused, _ = optimize(heat_step, A)
     (kernel,) = all_kernels(fused.jaxpr)
