@@ -239,14 +239,17 @@ class TieredExecutable:
 
     def remaining_compile_s(self) -> float:
         """The compile time left: from the compile's progress where it has done some of
-        its work, else from the program's size (``COMPILE_S_PER_EQN``)."""
+        its work, else from the program's size (``COMPILE_S_PER_EQN``). A compile that has
+        outrun the size's estimate is given as long again as it has run: its end is not
+        known, and a call that waited for it on an estimate of nothing left could wait
+        for as long as the compile takes (forever for one that never ends)."""
         progress = compile_progress.of_thread(self._thread.ident)
         remaining = progress.remaining_s() if progress is not None else None
         if remaining is not None:
             return remaining
         started = self._compile_started_s
         elapsed = 0.0 if started is None else self._clock() - started
-        return max(COMPILE_S_PER_EQN * equation_count(self.closed.jaxpr) - elapsed, 0.0)
+        return max(COMPILE_S_PER_EQN * equation_count(self.closed.jaxpr) - elapsed, elapsed)
 
     def _waits_for_compile(self) -> bool:
         """Whether this call waits for the compiled program rather than interpret: an

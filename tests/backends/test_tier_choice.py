@@ -73,17 +73,34 @@ def second_call_beside_the_compile(executable, release) -> list:
 
 
 def test_a_call_slower_than_the_compile_left_waits_for_the_compiled_program(monkeypatch):
-    monkeypatch.setattr(tiering, "COMPILE_S_PER_EQN", 1.0)  # ~4 s for this program
+    monkeypatch.setattr(tiering, "COMPILE_S_PER_EQN", 1.0)  # 3 s for this program
     release, compiled = threading.Event(), CompiledStub()
-    # Each clock read is 10 s on: the first call "took" 10 s, more than the compile's 4 s.
-    executable = tiered(held_compile(release, compiled), SteppingClock(10.0))
+    # Each clock read is 10 s on while the first call runs, which takes 20 s; then the
+    # clock stands still, 10 s after the compile started.
+    clock = SteppingClock(10.0)
+    executable = tiered(held_compile(release, compiled), clock)
     (first,) = executable(X)
+    clock.step = 0.0
     np.testing.assert_allclose(first, program(X), rtol=1e-12)
     assert executable.first_call_s == pytest.approx(20.0)  # two reads: start, then end
-    assert executable.remaining_compile_s() == 0.0  # the estimate is spent
+    # The size's estimate (3 s) is spent: the compile is given as long again as it has
+    # run, 10 s, less than the call took.
+    assert executable.remaining_compile_s() == pytest.approx(10.0)
     (answer,) = second_call_beside_the_compile(executable, release)
     np.testing.assert_allclose(answer[0], program(X), rtol=1e-12)
     assert (executable.interpreted_calls, executable.waited_calls, compiled.calls) == (1, 1, 1)
+
+
+def test_a_compile_past_its_estimate_does_not_make_a_quick_call_wait(monkeypatch):
+    """A compile that outran the estimate may never end (a hung compile, or one held
+    back as here): a call quicker than the compile has run so far is interpreted."""
+    monkeypatch.setattr(tiering, "COMPILE_S_PER_EQN", 0.001)
+    release, compiled = threading.Event(), CompiledStub()
+    executable = tiered(held_compile(release, compiled), SteppingClock(1.0))
+    executable(X)
+    (answer,) = second_call_beside_the_compile(executable, release)
+    np.testing.assert_allclose(answer[0], program(X), rtol=1e-12)
+    assert (executable.interpreted_calls, executable.waited_calls) == (2, 0)
 
 
 def test_a_call_faster_than_the_compile_left_is_interpreted(monkeypatch):
@@ -126,9 +143,11 @@ def test_the_log_says_a_call_waited_for_the_compiled_program(monkeypatch, caplog
     monkeypatch.setattr(tiering, "COMPILE_S_PER_EQN", 0.0)
     monkeypatch.setattr(config, "log_compiles", True)
     release, compiled = threading.Event(), CompiledStub()
-    executable = tiered(held_compile(release, compiled), SteppingClock(1.0))
+    clock = SteppingClock(1.0)  # the first call takes 2 s, then the clock stands still
+    executable = tiered(held_compile(release, compiled), clock)
     with caplog.at_level(logging.WARNING, logger="numbax"):
         executable(X)
+        clock.step = 0.0
         second_call_beside_the_compile(executable, release)
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("numbax: program: waiting for the compiled program: an interpreted")
@@ -148,10 +167,12 @@ def test_equations_inside_loops_and_branches_count_once():
 def test_the_summary_for_repr_says_which_tier_answered(monkeypatch):
     monkeypatch.setattr(tiering, "COMPILE_S_PER_EQN", 1.0)
     release, compiled = threading.Event(), CompiledStub()
-    executable = tiered(held_compile(release, compiled), SteppingClock(10.0))
+    clock = SteppingClock(10.0)
+    executable = tiered(held_compile(release, compiled), clock)
     assert tiering.tiers_summary([executable]) == "; 1 signature compiling"
     assert not executable.ready
     executable(X)
+    clock.step = 0.0  # the call took 20 s, the compile has run 10 s (past its 3 s)
     assert tiering.tiers_summary([executable]) == "; calls: 1 interpreted; 1 signature compiling"
     second_call_beside_the_compile(executable, release)
     summary = tiering.tiers_summary([executable])
