@@ -26,13 +26,36 @@ def _run(code: str, cwd: str = ROOT) -> str:
     return result.stdout
 
 
+# The modules that register the MPI collectives: ``numbax.distributed``, what it loads, and
+# its benchmark (the checkout's benchmarks/ is walked too).
+COLLECTIVES = (
+    "numbax.distributed",
+    "numbax.ir.collectives",
+    "numbax.transforms.collective_rules",
+    "numbax.benchmarks.distributed",
+)
+
+
+def _modules(path, prefix: str):
+    """The package's module names, as ``pkgutil.walk_packages`` finds them, without the
+    backends (they import Numba; covered by their own tests) and the collectives (they
+    register primitives, which tests/distributed checks in processes of their own: this
+    process's every-primitive tables must not see them). Packages are imported to be
+    walked into, so the skipped ones are not walked into either."""
+    for info in pkgutil.iter_modules(path, prefix):
+        name = info.name
+        if ".backends." in name or name.endswith((".cpu", ".cuda")) or name.startswith(COLLECTIVES):
+            continue
+        yield name
+        if info.ispkg:
+            yield from _modules(importlib.import_module(name).__path__, name + ".")
+
+
 def test_no_module_is_imported_under_a_second_name():
     # Import every module of the package, then look for any module from this folder
     # that lives under another name (`<checkout>.tracer` next to `numbax.tracer`).
-    for info in pkgutil.walk_packages(numbax.__path__, "numbax."):
-        if ".backends." in info.name or info.name.endswith((".cpu", ".cuda")):
-            continue  # backends import Numba; they are covered by their own tests
-        importlib.import_module(info.name)
+    for name in _modules(numbax.__path__, "numbax."):
+        importlib.import_module(name)
     doubles = []
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
