@@ -224,7 +224,6 @@ def import_rings(graph: dict[str, set[str]]) -> list[list[str]]:
 KNOWN_RINGS = {
     "tracer-numpy": {"numbax.numpy_lib.numpy_api", "numbax.numpy_lib.numpy_linalg"},
     "passes-memory": {"numbax.passes.memory", "numbax.passes.window_stores"},
-    "cuda-complex": {"numbax.backends.cuda.complex", "numbax.backends.cuda.scalar"},
 }
 
 

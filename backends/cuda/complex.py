@@ -1,5 +1,5 @@
 """The complex cases of the scalar rules (``scalar.SCALAR_RULES``) and the rules of the
-complex primitives (``ir/complex.py``).
+complex primitives (``ir/complex.py``), which ``add_complex_cases`` adds to that table.
 
 A rule whose operand is complex is taken from here; a real operand keeps the real rule.
 Arithmetic and comparisons are Numba's operators. libdevice has no complex functions
@@ -14,7 +14,7 @@ NaN where NumPy gives 0 or inf.
 from __future__ import annotations
 
 from ...ir import dtypes
-from .scalar import SCALAR_RULES, cast, constant, libdevice
+from .typed_expressions import cast, constant, libdevice
 
 
 def _dtype(eqn, position=0):
@@ -172,20 +172,15 @@ def _complex_or_real(complex_rule, real_rule):
     return rule
 
 
-for _name, _rule in COMPLEX_RULES.items():
-    SCALAR_RULES[_name] = _complex_or_real(_rule, SCALAR_RULES[_name])
-
-_real_convert = SCALAR_RULES["convert_element_type"]
-
-
-def _convert(args, eqn):
+def _convert(real_convert):
     """To a complex dtype, from any dtype, a conversion is a cast."""
-    if dtypes.is_complex(eqn.params["new_dtype"]):
-        return cast(args[0], eqn.params["new_dtype"])
-    return _real_convert(args, eqn)
 
+    def rule(args, eqn):
+        if dtypes.is_complex(eqn.params["new_dtype"]):
+            return cast(args[0], eqn.params["new_dtype"])
+        return real_convert(args, eqn)
 
-SCALAR_RULES["convert_element_type"] = _convert
+    return rule
 
 
 def _part(name: str):
@@ -197,11 +192,21 @@ def _part(name: str):
     return rule
 
 
-SCALAR_RULES["real"] = _part("real")
-SCALAR_RULES["imag"] = _part("imag")
-SCALAR_RULES["conj"] = lambda args, eqn: (
-    f"{args[0]}.conjugate()" if dtypes.is_complex(_dtype(eqn)) else args[0]
-)
-SCALAR_RULES["complex"] = lambda args, eqn: cast(
-    f"complex({args[0]}, {args[1]})", eqn.outputs[0].aval.dtype
-)
+def _conj(args, eqn):
+    return f"{args[0]}.conjugate()" if dtypes.is_complex(_dtype(eqn)) else args[0]
+
+
+def _complex(args, eqn):
+    return cast(f"complex({args[0]}, {args[1]})", eqn.outputs[0].aval.dtype)
+
+
+def add_complex_cases(rules) -> None:
+    """Give each real rule of ``rules`` (the scalar rule table) its complex case, and add
+    the rules of the complex primitives."""
+    for name, complex_rule in COMPLEX_RULES.items():
+        rules[name] = _complex_or_real(complex_rule, rules[name])
+    rules["convert_element_type"] = _convert(rules["convert_element_type"])
+    rules["real"] = _part("real")
+    rules["imag"] = _part("imag")
+    rules["conj"] = _conj
+    rules["complex"] = _complex

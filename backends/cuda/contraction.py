@@ -20,7 +20,7 @@ import math
 from ...ir import dtypes
 from . import cublas
 from .options import CudaOptions
-from .scalar import cast, constant, type_name, wrap
+from .typed_expressions import cast, constant, type_name, wrap
 from .writer import CodegenError, Index, KernelSource, KernelWriter
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from .options import CudaOptions
-from .scalar import constant, type_name, wrap
+from .typed_expressions import constant, type_name, wrap
 from .writer import Index, KernelSource, KernelWriter
 
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir import dtypes
-from .scalar import cast, constant, maximum, minimum, type_name, wrap
+from .scalar import maximum, minimum
+from .typed_expressions import cast, constant, type_name, wrap
 
 # The position of an accumulator that has seen nothing: after every real position.
 MISSING_INDEX = 1 << 62
