@@ -28,15 +28,26 @@ does not writes the temporary and the copy, which are still correct).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..ir.core import Atom, Eqn, Jaxpr, Literal, Var
 from .pointwise import pointwise_refusal
 
-if TYPE_CHECKING:
-    from .memory import Liveness
-
 WINDOWS = ("slice", "dynamic_slice")
+
+
+class ProgramFacts(Protocol):
+    """What ``store_refusal`` reads of the program: the memory plan's ``Liveness``, which
+    asks it while it is being built (so this module does not import the memory plan)."""
+
+    eqns: list[Eqn]
+    made_at: dict[Var, int]  # value -> the eqn that makes it
+    last_read: dict[Var, int]  # value -> the last eqn that reads it
+    callers: set[Var]  # the constants, inputs and results the caller owns
+
+    def sharing(self, var: Var) -> list[Var]:
+        """The values made so far that may share memory with ``var`` (itself included)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,7 @@ def update_window(eqn: Eqn) -> UpdateWindow | None:
     return UpdateWindow(atoms[0], atoms[1], tuple(atoms[2:]), shapes)
 
 
-def store_refusal(liveness: Liveness, index: int) -> str | None:
+def store_refusal(liveness: ProgramFacts, index: int) -> str | None:
     """Why the loop kernel that makes update eqn ``index``'s update may not store it
     straight into the operand's window; None when it may. Asked once the update is
     proven in place, while ``liveness`` knows the values made before it."""

@@ -223,7 +223,6 @@ def import_rings(graph: dict[str, set[str]]) -> list[list[str]]:
 # makes its case pass unexpectedly, which fails (strict): then delete its line here.
 KNOWN_RINGS = {
     "tracer-numpy": {"numbax.numpy_lib.numpy_api", "numbax.numpy_lib.numpy_linalg"},
-    "passes-memory": {"numbax.passes.memory", "numbax.passes.window_stores"},
 }
 
 
