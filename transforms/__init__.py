@@ -1,5 +1,5 @@
 """Transforms: functions from jaxprs to jaxprs, each an interpreter over per-primitive
-rules (``jvp_rules`` in ``jvp.py``, ``vjp_rules`` in ``vjp_rules.py``), and the
+rules (``JVP_RULES`` in ``jvp.py``, ``VJP_RULES`` in ``vjp_rules.py``), and the
 user-facing derivatives built on them (``autodiff``, ``jacobians``, ``checkpoint``,
 ``custom_vjp``, ``custom_jvp``). The submodules are imported here so every rule table is complete;
 the public functions are re-exported from ``numbax`` itself (a name like ``jvp`` here

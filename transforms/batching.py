@@ -22,23 +22,14 @@ import numpy as np
 
 from ..ir.core import Jaxpr, Literal, ShapedArray, aval_of
 from ..ir.errors import BatchingError, at_line
-from ..ir.primitive import PRIMITIVES, Primitive
+from ..ir.rules import RuleTable
 from ..tracer import lax
 from ..tracer.core import bind, trace_flat
 from .jaxprs import JaxprCache
 
-BATCH_RULES: dict[Primitive, Callable] = {}
-
-
-def register_rule(*names: str):
-    """Decorator: the batching rule of the named primitives."""
-
-    def register(rule):
-        for name in names:
-            BATCH_RULES[PRIMITIVES[name]] = rule
-        return rule
-
-    return register
+# Every primitive has a batching rule, ``axis_index`` excepted: it reads the process's
+# position, which no example changes (``vmap`` of it is the unbatched value).
+BATCH_RULES = RuleTable("batching", not_applicable=lambda prim: prim.name == "axis_index")
 
 
 # ----------------------------------------------------------------- value helpers

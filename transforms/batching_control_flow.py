@@ -17,6 +17,7 @@ from ..ir.higher_order import checkpoint_p, custom_jvp_call_p, custom_vjp_call_p
 from ..tracer import lax
 from ..tracer.core import bind
 from .batching import (
+    BATCH_RULES,
     axis_size,
     batch_subjaxpr,
     batched_aval,
@@ -24,7 +25,6 @@ from .batching import (
     broadcast_lanes,
     eval_batched,
     moveaxis,
-    register_rule,
     shape_of,
     to_front,
     trace_closed,
@@ -52,11 +52,11 @@ def _call_rule(prim):
     return rule
 
 
-register_rule("jit_call")(_call_rule(jit_call_p))
-register_rule("checkpoint")(_call_rule(checkpoint_p))
+BATCH_RULES.rule("jit_call")(_call_rule(jit_call_p))
+BATCH_RULES.rule("checkpoint")(_call_rule(checkpoint_p))
 
 
-@register_rule("kernel")
+@BATCH_RULES.rule("kernel")
 def _kernel_rule(args, dims, *, jaxpr, kind, name):
     # A batched kernel no longer has its kind's shape; it becomes a plain call that
     # fusion may fuse again.
@@ -76,7 +76,7 @@ def _batched_everywhere(prim, args, dims, jaxprs: dict, **params):
     return outs, [0] * len(outs)
 
 
-@register_rule("custom_vjp_call")
+@BATCH_RULES.rule("custom_vjp_call")
 def _custom_vjp_call_rule(args, dims, *, const_counts, **jaxprs):
     # Everything batched, inputs and outputs of all three jaxprs: the backward pass will
     # receive batched cotangents whatever the forward's batching, and one uniform layout
@@ -84,7 +84,7 @@ def _custom_vjp_call_rule(args, dims, *, const_counts, **jaxprs):
     return _batched_everywhere(custom_vjp_call_p, args, dims, jaxprs, const_counts=const_counts)
 
 
-@register_rule("custom_jvp_call")
+@BATCH_RULES.rule("custom_jvp_call")
 def _custom_jvp_call_rule(args, dims, *, const_counts, **jaxprs):
     # Everything batched, as for custom_vjp_call: the tangents a later jvp or vjp gives
     # the rule have the batched arguments' shapes, whatever the arguments' batching.
@@ -94,7 +94,7 @@ def _custom_jvp_call_rule(args, dims, *, const_counts, **jaxprs):
 # ------------------------------------------------------------------------- cond
 
 
-@register_rule("cond")
+@BATCH_RULES.rule("cond")
 def _cond_rule(args, dims, *, branches):
     size = axis_size(args, dims)
     (index, *operands), (index_dim, *operand_dims) = args, dims
@@ -148,7 +148,7 @@ def _broadcast_init(init, init_batched, carry_batched, size):
     ]
 
 
-@register_rule("while")
+@BATCH_RULES.rule("while")
 def _while_rule(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     size = axis_size(args, dims)
     args, batched = _front(args, dims)
@@ -239,7 +239,7 @@ def _maybe_batched(avals, batched, size):
     return [batched_aval(a, size) if b else a for a, b in zip(avals, batched, strict=True)]
 
 
-@register_rule("scan")
+@BATCH_RULES.rule("scan")
 def _scan_rule(args, dims, *, jaxpr, length, reverse, num_consts, num_carry):
     size = axis_size(args, dims)
     split = (num_consts, num_consts + num_carry)

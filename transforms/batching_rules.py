@@ -15,13 +15,13 @@ from ..ir.primitive import PRIMITIVES
 from ..tracer import lax
 from ..tracer.core import bind
 from .batching import (
+    BATCH_RULES,
     axis_size,
     broadcast_batch,
     broadcast_lanes,
     dtype_of,
     example_shape,
     moveaxis,
-    register_rule,
     shape_of,
     to_front,
 )
@@ -64,7 +64,7 @@ def elementwise_rule(name):
 
 
 for _name in ELEMENTWISE:
-    register_rule(_name)(elementwise_rule(_name))
+    BATCH_RULES.rule(_name)(elementwise_rule(_name))
 
 
 def _shifted(axis: int, dim: int) -> int:
@@ -84,7 +84,7 @@ def _reduction_rule(name):
 
 
 for _name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
-    register_rule(_name)(_reduction_rule(_name))
+    BATCH_RULES.rule(_name)(_reduction_rule(_name))
 
 
 def _arg_rule(name):
@@ -100,16 +100,16 @@ def _arg_rule(name):
 
 
 for _name in ("argmax", "argmin"):
-    register_rule(_name)(_arg_rule(_name))
+    BATCH_RULES.rule(_name)(_arg_rule(_name))
 
 
-@register_rule("cumsum")
+@BATCH_RULES.rule("cumsum")
 def _cumsum_rule(args, dims, *, axis, reverse):
     (x,), (dim,) = args, dims
     return [lax.cumsum(x, _shifted(axis, dim), reverse)], [dim]
 
 
-@register_rule("sort")
+@BATCH_RULES.rule("sort")
 def _sort_rule(args, dims, *, dimension, **params):
     size = axis_size(args, dims)
     moved = [to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
@@ -133,26 +133,26 @@ def _plus_one(axes):
     return tuple(a + 1 for a in axes)
 
 
-register_rule("broadcast_in_dim")(
+BATCH_RULES.rule("broadcast_in_dim")(
     _front_rule(
         lambda x, size, *, shape, broadcast_dimensions: lax.broadcast_in_dim(
             x, (size,) + tuple(shape), (0,) + _plus_one(broadcast_dimensions)
         )
     )
 )
-register_rule("reshape")(
+BATCH_RULES.rule("reshape")(
     _front_rule(lambda x, size, *, new_sizes: lax.reshape(x, (size,) + tuple(new_sizes)))
 )
-register_rule("transpose")(
+BATCH_RULES.rule("transpose")(
     _front_rule(lambda x, size, *, permutation: lax.transpose(x, (0,) + _plus_one(permutation)))
 )
-register_rule("squeeze")(
+BATCH_RULES.rule("squeeze")(
     _front_rule(lambda x, size, *, dimensions: lax.squeeze(x, _plus_one(dimensions)))
 )
-register_rule("expand_dims")(
+BATCH_RULES.rule("expand_dims")(
     _front_rule(lambda x, size, *, dimensions: lax.expand_dims(x, _plus_one(dimensions)))
 )
-register_rule("slice")(
+BATCH_RULES.rule("slice")(
     _front_rule(
         lambda x, size, *, start_indices, limit_indices, strides: lax.slice(
             x, (0,) + tuple(start_indices), (size,) + tuple(limit_indices), (1,) + tuple(strides)
@@ -161,20 +161,20 @@ register_rule("slice")(
 )
 
 
-@register_rule("iota")
+@BATCH_RULES.rule("iota")
 def _iota_rule(args, dims, **params):
     # iota has no operands, so the interpreter never asks; kept so the table is total.
     return [bind(PRIMITIVES["iota"], **params)], [None]
 
 
-@register_rule("concatenate")
+@BATCH_RULES.rule("concatenate")
 def _concatenate_rule(args, dims, *, dimension):
     size = axis_size(args, dims)
     moved = [to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
     return [lax.concatenate(moved, dimension + 1)], [0]
 
 
-@register_rule("pad")
+@BATCH_RULES.rule("pad")
 def _pad_rule(args, dims, *, padding_config):
     (x, value), (x_dim, value_dim) = args, dims
     size = axis_size(args, dims)
@@ -191,7 +191,7 @@ def _pad_rule(args, dims, *, padding_config):
     return [lax.select(inside, padded, fill)], [0]
 
 
-@register_rule("dot_general")
+@BATCH_RULES.rule("dot_general")
 def _dot_general_rule(args, dims, *, dimension_numbers):
     (lhs, rhs), (lhs_dim, rhs_dim) = args, dims
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
@@ -263,7 +263,7 @@ def _swap_blocks(first: int, second: int, rest: int) -> list[int]:
     )
 
 
-@register_rule("gather")
+@BATCH_RULES.rule("gather")
 def _gather_rule(args, dims, *, axis):
     (x, indices), (x_dim, index_dim) = args, dims
     if index_dim is None:
@@ -273,7 +273,7 @@ def _gather_rule(args, dims, *, axis):
     return [take_batched(moveaxis(x, x_dim, 0), moveaxis(indices, index_dim, 0), axis)], [0]
 
 
-@register_rule("scatter")
+@BATCH_RULES.rule("scatter")
 def _scatter_rule(args, dims, *, axis, mode):
     size = axis_size(args, dims)
     (x, indices, updates), (x_dim, index_dim, update_dim) = args, dims
@@ -301,7 +301,7 @@ def _clamped_starts(starts, dims, size, extents, sizes):
     return out
 
 
-@register_rule("dynamic_slice")
+@BATCH_RULES.rule("dynamic_slice")
 def _dynamic_slice_rule(args, dims, *, slice_sizes):
     size = axis_size(args, dims)
     (x, *starts), (x_dim, *start_dims) = args, dims
@@ -319,7 +319,7 @@ def _dynamic_slice_rule(args, dims, *, slice_sizes):
     return [x], [0]
 
 
-@register_rule("dynamic_update_slice")
+@BATCH_RULES.rule("dynamic_update_slice")
 def _dynamic_update_slice_rule(args, dims):
     size = axis_size(args, dims)
     (x, update, *starts), (x_dim, update_dim, *start_dims) = args, dims

@@ -19,9 +19,9 @@ from ..ir.callbacks import call, debug_callback_p, pure_callback_p, register_cal
 from ..ir.errors import GradientError, at_line
 from ..tracer.core import bind
 from ..tracer.source_info import user_frame_info
-from .batching import axis_size, batched_aval, moveaxis, register_rule
-from .jvp import jvp_rules
-from .vjp_rules import vjp_rules
+from .batching import BATCH_RULES, axis_size, batched_aval, moveaxis
+from .jvp import JVP_RULES
+from .vjp_rules import VJP_RULES
 
 
 def _examples(arrays, batched, size: int):
@@ -37,7 +37,7 @@ def _batch_front(args, dims):
     return moved, [d is not None for d in dims]
 
 
-@register_rule("debug_callback")
+@BATCH_RULES.rule("debug_callback")
 def _debug_callback_batched(args, dims, *, callback: int):
     size = axis_size(args, dims)
     moved, batched = _batch_front(args, dims)
@@ -50,7 +50,7 @@ def _debug_callback_batched(args, dims, *, callback: int):
     return [], []
 
 
-@register_rule("pure_callback")
+@BATCH_RULES.rule("pure_callback")
 def _pure_callback_batched(args, dims, *, callback: int, result_avals: tuple):
     size = axis_size(args, dims)
     moved, batched = _batch_front(args, dims)
@@ -71,6 +71,8 @@ def _pure_callback_batched(args, dims, *, callback: int, result_avals: tuple):
     return outs, [0] * len(outs)
 
 
+@JVP_RULES.rule(pure_callback_p)
+@VJP_RULES.rule(pure_callback_p)
 def _no_derivative(*_, **__):
     raise GradientError(
         at_line(
@@ -81,7 +83,3 @@ def _no_derivative(*_, **__):
             user_frame_info(),
         )
     )
-
-
-jvp_rules[pure_callback_p] = _no_derivative
-vjp_rules[pure_callback_p] = _no_derivative

@@ -21,7 +21,7 @@ from . import derivatives as d
 from .jaxprs import JaxprCache, dce_closed
 from .tracing import trace_function
 from .vjp import vjp_split
-from .vjp_rules import vjp_rules
+from .vjp_rules import VJP_RULES
 
 
 def checkpoint(fun: Callable) -> Callable:
@@ -50,6 +50,7 @@ def checkpoint(fun: Callable) -> Callable:
 remat = checkpoint
 
 
+@VJP_RULES.rule(checkpoint_p)
 def _checkpoint_vjp(primals, wrt, *, jaxpr: Jaxpr, name: str = "checkpoint"):
     outs = bind(checkpoint_p, *primals, jaxpr=jaxpr, name=name)
 
@@ -83,6 +84,3 @@ def _recompute_and_backward(jaxpr: Jaxpr, wrt, mask) -> tuple[Jaxpr, list]:
         return closure_convert(dce_closed(closed))
 
     return _recompute_cache.get(jaxpr, (wrt, mask), build)
-
-
-vjp_rules[checkpoint_p] = _checkpoint_vjp

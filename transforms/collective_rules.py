@@ -29,19 +29,9 @@ from ..ir import collectives as c
 from ..tracer import lax
 from ..tracer.core import bind
 from . import derivatives as d
-from .batching import moveaxis, register_rule
-from .jvp import jvp_rules, linear
-from .vjp_rules import register as register_transpose
-
-for _prim in (
-    c.psum_p,
-    c.all_gather_p,
-    c.psum_scatter_p,
-    c.all_to_all_p,
-    c.ppermute_p,
-    c.broadcast_p,
-):
-    jvp_rules[_prim] = linear(_prim)
+from .batching import BATCH_RULES, moveaxis
+from .jvp import JVP_RULES
+from .vjp_rules import VJP_RULES, deflinear, single_output
 
 
 def _if_cotangent(transpose):
@@ -71,15 +61,14 @@ def _broadcast_transpose(ct, x, *, comm, root):
     return lax.mul(summed, lax.convert_element_type(on_root, d.aval(ct).dtype))
 
 
-register_transpose("psum", _if_cotangent(lambda ct, x, *, comm: bind(c.psum_p, ct, comm=comm)))
-register_transpose("all_gather", _if_cotangent(_all_gather_transpose))
-register_transpose("psum_scatter", _if_cotangent(_psum_scatter_transpose))
-register_transpose(
-    "all_to_all",
+deflinear("psum")(_if_cotangent(lambda ct, x, *, comm: bind(c.psum_p, ct, comm=comm)))
+deflinear("all_gather")(_if_cotangent(_all_gather_transpose))
+deflinear("psum_scatter")(_if_cotangent(_psum_scatter_transpose))
+deflinear("all_to_all")(
     _if_cotangent(lambda ct, x, *, comm, size: bind(c.all_to_all_p, ct, comm=comm, size=size)),
 )
-register_transpose("ppermute", _if_cotangent(_ppermute_transpose))
-register_transpose("broadcast", _if_cotangent(_broadcast_transpose))
+deflinear("ppermute")(_if_cotangent(_ppermute_transpose))
+deflinear("broadcast")(_if_cotangent(_broadcast_transpose))
 
 
 def _extreme_weights(x, out, comm):
@@ -107,8 +96,8 @@ def _extreme_transpose(ct, x, out, *, comm):
 
 
 for _prim in (c.pmax_p, c.pmin_p):
-    jvp_rules[_prim] = _extreme_jvp(_prim)
-    register_transpose(_prim.name, _extreme_transpose)
+    JVP_RULES.rule(_prim)(_extreme_jvp(_prim))
+    VJP_RULES.rule(_prim, build=single_output)(_extreme_transpose)
 
 
 _PRIMS = {p.name: p for p in c.COLLECTIVES}
@@ -122,10 +111,10 @@ def _same_axis(name):
 
 
 for _name in ("psum", "pmax", "pmin", "ppermute", "broadcast"):
-    register_rule(_name)(_same_axis(_name))
+    BATCH_RULES.rule(_name)(_same_axis(_name))
 
 
-@register_rule("all_gather")
+@BATCH_RULES.rule("all_gather")
 def _all_gather_batched(args, dims, *, comm, size):
     (x,), (dim,) = args, dims
     return [bind(c.all_gather_p, x, comm=comm, size=size)], [dim + 1]
@@ -142,5 +131,5 @@ def _behind_leading(name):
     return rule
 
 
-register_rule("psum_scatter")(_behind_leading("psum_scatter"))
-register_rule("all_to_all")(_behind_leading("all_to_all"))
+BATCH_RULES.rule("psum_scatter")(_behind_leading("psum_scatter"))
+BATCH_RULES.rule("all_to_all")(_behind_leading("all_to_all"))

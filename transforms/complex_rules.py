@@ -20,11 +20,10 @@ from ..ir.primitive import PRIMITIVES
 from ..tracer import lax
 from ..tracer import lax_complex as cx
 from . import derivatives as d
-from .batching import register_rule
+from .batching import BATCH_RULES
 from .batching_rules import elementwise_rule
-from .jvp import jvp_rules, linear, unary
-from .vjp_rules import register as register_vjp
-from .vjp_rules import vjp_rules
+from .jvp import JVP_RULES, unary
+from .vjp_rules import VJP_RULES, deflinear, single_output
 
 P = PRIMITIVES
 
@@ -45,26 +44,24 @@ def _as_complex(ct, like):
 # --- real, imag, conj, complex ---------------------------------------------------------------
 
 
-jvp_rules[P["real"]] = linear(P["real"])
-jvp_rules[P["imag"]] = linear(P["imag"])
-jvp_rules[P["conj"]] = linear(P["conj"])
-jvp_rules[P["complex"]] = linear(P["complex"])
-
-
+@deflinear("real")
 def _real_transpose(ct, x, out):
     return [_as_complex(ct, x)]
 
 
+@deflinear("imag")
 def _imag_transpose(ct, x, out):
     if not _is_complex(x):  # the imaginary part of a real number is 0 whatever it is
         return [None]
     return [cx.make_complex(_zeros(ct), lax.neg(ct))]
 
 
+@deflinear("conj")
 def _conj_transpose(ct, x, out):
     return [cx.conj(ct) if _is_complex(x) else ct]
 
 
+@deflinear("complex")
 def _complex_transpose(ct, x, y, out):
     return [
         d.unbroadcast(cx.real_part(ct), x),
@@ -72,13 +69,8 @@ def _complex_transpose(ct, x, y, out):
     ]
 
 
-register_vjp("real", _real_transpose)
-register_vjp("imag", _imag_transpose)
-register_vjp("conj", _conj_transpose)
-register_vjp("complex", _complex_transpose)
-
 for _name in ("real", "imag", "conj", "complex"):
-    register_rule(_name)(elementwise_rule(_name))
+    BATCH_RULES.rule(_name)(elementwise_rule(_name))
 
 
 # --- abs of a complex number: real-valued, so not holomorphic --------------------------------
@@ -110,12 +102,14 @@ def _dispatch_on_complex(complex_rule, real_rule):
     return rule
 
 
-jvp_rules[P["abs"]] = _dispatch_on_complex(
-    unary(P["abs"], lambda t, z, out: _complex_abs_tangent(t, z, out)), jvp_rules[P["abs"]]
+JVP_RULES.rule("abs", replace=True)(
+    _dispatch_on_complex(
+        unary(P["abs"], lambda t, z, out: _complex_abs_tangent(t, z, out)), JVP_RULES["abs"]
+    )
 )
-_real_abs_vjp = vjp_rules[P["abs"]]
-register_vjp("abs", _complex_abs_transpose)
-vjp_rules[P["abs"]] = _dispatch_on_complex(vjp_rules[P["abs"]], _real_abs_vjp)
+VJP_RULES.rule("abs", replace=True)(
+    _dispatch_on_complex(single_output(P["abs"], _complex_abs_transpose), VJP_RULES["abs"])
+)
 
 
 # --- convert_element_type from real to complex: the cotangent's real part goes back ----------
@@ -129,4 +123,4 @@ def _convert_transpose(ct, x, out, *, new_dtype):
     return [lax.convert_element_type(ct, d.aval(x).dtype)]
 
 
-register_vjp("convert_element_type", _convert_transpose)
+VJP_RULES.rule("convert_element_type", build=single_output, replace=True)(_convert_transpose)

@@ -28,9 +28,9 @@ from ..tracer.core import bind, trace_flat
 from ..tracer.source_info import user_frame_info
 from . import derivatives as d
 from .jaxprs import dce_closed
-from .jvp import jvp_jaxpr, jvp_rules
+from .jvp import JVP_RULES, jvp_jaxpr
 from .vjp import vjp_split
-from .vjp_rules import vjp_rules
+from .vjp_rules import VJP_RULES
 
 
 def share_consts(pairs) -> tuple[list[Jaxpr], list]:
@@ -70,6 +70,7 @@ def _split_outputs(results, outvars):
 # cond
 
 
+@JVP_RULES.rule(cond_p)
 def _cond_jvp(primals, tangents, *, branches):
     index, operands = primals[0], primals[1:]
     nonzeros = _float_nonzeros(branches[0], tangents[1:])
@@ -79,6 +80,7 @@ def _cond_jvp(primals, tangents, *, branches):
     return _split_outputs(results, branches[0].outvars)
 
 
+@VJP_RULES.rule(cond_p)
 def _cond_vjp(primals, wrt, *, branches):
     index, operands = primals[0], primals[1:]
     splits = [vjp_split(b, wrt[1:]) for b in branches]
@@ -121,13 +123,11 @@ def _cond_vjp(primals, wrt, *, branches):
     return outs, backward
 
 
-jvp_rules[cond_p] = _cond_jvp
-vjp_rules[cond_p] = _cond_vjp
-
 # --------------------------------------------------------------------------------------
 # while
 
 
+@JVP_RULES.rule(while_p)
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     cond_consts = primals[:cond_nconsts]
     body_consts = primals[cond_nconsts : cond_nconsts + body_nconsts]
@@ -183,6 +183,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     return _split_outputs(results, body_jaxpr.outvars)
 
 
+@VJP_RULES.rule(while_p)
 def _while_vjp(primals, wrt, **params):
     raise GradientError(
         at_line(
@@ -195,13 +196,11 @@ def _while_vjp(primals, wrt, **params):
     )
 
 
-jvp_rules[while_p] = _while_jvp
-vjp_rules[while_p] = _while_vjp
-
 # --------------------------------------------------------------------------------------
 # scan
 
 
+@JVP_RULES.rule(scan_p)
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry):
     consts, carry, xs = _scan_parts(primals, num_consts, num_carry)
     const_t, carry_t, xs_t = _scan_parts(tangents, num_consts, num_carry)
@@ -271,9 +270,7 @@ def _scan_parts(values, num_consts, num_carry):
     )
 
 
-jvp_rules[scan_p] = _scan_jvp
-
-
+@VJP_RULES.rule(scan_p)
 def _scan_vjp(primals, wrt, *, jaxpr, length, reverse, num_consts, num_carry):
     consts, carry, xs = _scan_parts(primals, num_consts, num_carry)
     const_wrt, _, xs_wrt = _scan_parts(wrt, num_consts, num_carry)
@@ -370,6 +367,3 @@ def _scan_vjp(primals, wrt, *, jaxpr, length, reverse, num_consts, num_carry):
         )
 
     return outs, backward
-
-
-vjp_rules[scan_p] = _scan_vjp

@@ -30,10 +30,10 @@ from ..tracer.numpy_namespace import tracing_numpy
 from ..tracer.pytree import tree_flatten, tree_map, tree_unflatten
 from ..tracer.source_info import user_frame_info
 from . import derivatives as d
-from .jvp import jvp_rules
+from .jvp import JVP_RULES
 from .tracing import trace_function
 from .vjp import vjp_split
-from .vjp_rules import vjp_rules
+from .vjp_rules import VJP_RULES
 
 
 class custom_jvp:  # noqa: N801 - lower case, as the decorator it is (jax.custom_jvp)
@@ -218,6 +218,7 @@ def _describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
+@JVP_RULES.rule(custom_jvp_call_p)
 def _custom_jvp_call_jvp(primals, tangents, *, jaxpr, jvp_jaxpr, const_counts):
     num_consts = sum(const_counts)
     d.refuse_closed_over("custom_jvp", (t is not None for t in tangents[:num_consts]))
@@ -230,6 +231,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, jaxpr, jvp_jaxpr, const_counts):
     ]
 
 
+@VJP_RULES.rule(custom_jvp_call_p)
 def _custom_jvp_call_vjp(primals, wrt, *, jaxpr, jvp_jaxpr, const_counts):
     num_consts = sum(const_counts)
     d.refuse_closed_over("custom_jvp", wrt[:num_consts])
@@ -256,7 +258,3 @@ def _custom_jvp_call_vjp(primals, wrt, *, jaxpr, jvp_jaxpr, const_counts):
         return [None] * num_consts + in_cts[const_counts[1] + len(args) :]
 
     return outs, backward
-
-
-jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
-vjp_rules[custom_jvp_call_p] = _custom_jvp_call_vjp

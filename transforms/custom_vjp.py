@@ -31,7 +31,7 @@ from ..tracer.pytree import tree_flatten, tree_unflatten
 from ..tracer.source_info import user_frame_info
 from . import derivatives as d
 from .tracing import trace_function
-from .vjp_rules import vjp_rules
+from .vjp_rules import VJP_RULES
 
 
 class custom_vjp:  # noqa: N801 - lower case, as the decorator it is (jax.custom_vjp)
@@ -174,6 +174,7 @@ def _describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
+@VJP_RULES.rule(custom_vjp_call_p)
 def _custom_vjp_call_vjp(primals, wrt, *, jaxpr, fwd_jaxpr, bwd_jaxpr, const_counts):
     num_primal_consts, num_fwd_consts, num_bwd_consts = const_counts
     d.refuse_closed_over("custom_vjp", wrt[: sum(const_counts)])
@@ -191,6 +192,3 @@ def _custom_vjp_call_vjp(primals, wrt, *, jaxpr, fwd_jaxpr, bwd_jaxpr, const_cou
         ]
 
     return outs, backward
-
-
-vjp_rules[custom_vjp_call_p] = _custom_vjp_call_vjp

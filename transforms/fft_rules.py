@@ -28,13 +28,11 @@ from ..tracer import lax_complex as cx
 from ..tracer.core import bind
 from ..tracer.lax_complex import fft_primitive
 from . import derivatives as d
-from .batching import moveaxis, register_rule
-from .jvp import jvp_rules, linear
-from .vjp_rules import register as register_vjp
-
-jvp_rules[fft_p] = linear(fft_p)
+from .batching import BATCH_RULES, moveaxis
+from .vjp_rules import deflinear
 
 
+@deflinear(fft_p)
 def _fft_transpose(ct, x, out, *, fft_type, fft_lengths):
     if fft_type in ("fft", "ifft"):
         return [fft_primitive(ct, fft_type, fft_lengths)]
@@ -63,10 +61,7 @@ def _irfft_transpose(ct, fft_lengths):
     return cx.conj(lax.mul(spectrum, spread))
 
 
-register_vjp("fft", _fft_transpose)
-
-
-@register_rule("fft")
+@BATCH_RULES.rule(fft_p)
 def _fft_batched(args, dims, *, fft_type, fft_lengths):
     (x,), (dim,) = args, dims
     if dim >= d.aval(x).ndim - len(fft_lengths):  # among the transformed axes

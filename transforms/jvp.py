@@ -1,7 +1,7 @@
 """Forward mode: ``jvp_jaxpr`` rewrites a jaxpr into one that also pushes tangents.
 
 The rewrite is an interpreter over the equations (``jvp_pass``) that binds each
-primitive and calls its rule in ``jvp_rules``; run inside ``trace_flat`` it records
+primitive and calls its rule in ``JVP_RULES``; run inside ``trace_flat`` it records
 the program with its tangents as a new jaxpr, which can be transformed again.
 
 A rule is ``rule(primals, tangents, **params) -> (primal_outs, tangent_outs)``; a
@@ -16,13 +16,16 @@ from __future__ import annotations
 from ..ir.core import Jaxpr, Literal
 from ..ir.errors import UnsupportedFunctionError
 from ..ir.primitive import PRIMITIVES, Primitive
+from ..ir.rules import RuleTable
 from ..tracer import lax
 from ..tracer.closure import closure_convert
 from ..tracer.core import bind, trace_flat
 from . import derivatives as d
 from .jaxprs import JaxprCache, dce_closed
 
-jvp_rules: dict[Primitive, callable] = {}
+# Every differentiable primitive has a rule; ``kernel``'s refuses (fusion runs after
+# the transforms).
+JVP_RULES = RuleTable("jvp", not_applicable=lambda prim: not prim.differentiable)
 
 
 def jvp_pass(jaxpr: Jaxpr, consts, primals, tangents) -> tuple[list, list]:
@@ -46,7 +49,7 @@ def jvp_pass(jaxpr: Jaxpr, consts, primals, tangents) -> tuple[list, list]:
         ins = [read(a) for a in eqn.inputs]
         tangents_in = [read_tangent(a) for a in eqn.inputs]
         if eqn.prim.differentiable and any(t is not None for t in tangents_in):
-            outs, tangents_out = jvp_rules[eqn.prim](ins, tangents_in, **eqn.params)
+            outs, tangents_out = JVP_RULES[eqn.prim](ins, tangents_in, **eqn.params)
         else:
             outs = bind(eqn.prim, *ins, **eqn.params)
             outs = outs if eqn.prim.multiple_results else [outs]
@@ -149,31 +152,13 @@ def unary(prim: Primitive, tangent_rule):
     return rule
 
 
-def register(name: str, rule) -> None:
-    jvp_rules[PRIMITIVES[name]] = rule
-
-
 P = PRIMITIVES
 
 for _name, _partials in d.ELEMENTWISE.items():
-    register(_name, elementwise(P[_name], _partials))
+    JVP_RULES.rule(_name)(elementwise(P[_name], _partials))
 
-for _name in (
-    "broadcast_in_dim",
-    "reshape",
-    "transpose",
-    "squeeze",
-    "expand_dims",
-    "slice",
-    "reduce_sum",
-    "cumsum",
-    "gather",
-    "dynamic_slice",
-):
-    register(_name, linear(P[_name], 0))
-register("concatenate", linear(P["concatenate"]))
-register("pad", linear(P["pad"], 0, 1))
-register("dynamic_update_slice", linear(P["dynamic_update_slice"], 0, 1))
+# The structural primitives are linear: ``vjp_rules.deflinear`` declares their JVP with
+# their transpose.
 
 
 def _convert_element_type(t, x, out, *, new_dtype):
@@ -183,24 +168,24 @@ def _convert_element_type(t, x, out, *, new_dtype):
     return None
 
 
-register("convert_element_type", unary(P["convert_element_type"], _convert_element_type))
+JVP_RULES.rule("convert_element_type")(unary(P["convert_element_type"], _convert_element_type))
 
 
 def _reduce_chooser(t, x, out, *, axes):
     return lax.reduce_sum(t * d.reduce_chooser_weights(x, out, axes), axes)
 
 
-register("reduce_max", unary(P["reduce_max"], _reduce_chooser))
-register("reduce_min", unary(P["reduce_min"], _reduce_chooser))
-register(
-    "reduce_prod",
+JVP_RULES.rule("reduce_max")(unary(P["reduce_max"], _reduce_chooser))
+JVP_RULES.rule("reduce_min")(unary(P["reduce_min"], _reduce_chooser))
+JVP_RULES.rule("reduce_prod")(
     unary(
         P["reduce_prod"],
         lambda t, x, out, *, axes: lax.reduce_sum(t * d.reduce_prod_partials(x, axes), axes),
-    ),
+    )
 )
 
 
+@JVP_RULES.rule("dot_general")
 def _dot_general(primals, tangents, *, dimension_numbers):
     lhs, rhs = primals
     lhs_dot, rhs_dot = tangents
@@ -213,9 +198,7 @@ def _dot_general(primals, tangents, *, dimension_numbers):
     return [out], [tangent]
 
 
-register("dot_general", _dot_general)
-
-
+@JVP_RULES.rule("scatter")
 def _scatter(primals, tangents, *, axis, mode):
     if mode in ("add", "set"):
         return linear(P["scatter"], 0, 2)(primals, tangents, axis=axis, mode=mode)
@@ -235,15 +218,10 @@ def _scatter_chooser(primals, tangents, *, axis, mode):
     return [out], [tangent]
 
 
-register("scatter", _scatter)
-
-
+@JVP_RULES.rule("sort")
 def _sort(primals, tangents, **params):
     outs, positions = d.sort_with_order(primals, **params)
     return outs, [None if t is None else d.gather_flat(t, positions) for t in tangents]
-
-
-register("sort", _sort)
 
 
 def _call(prim_name):
@@ -251,10 +229,11 @@ def _call(prim_name):
     return lambda primals, tangents, **params: call_jvp(prim, primals, tangents, **params)
 
 
-register("jit_call", _call("jit_call"))
-register("checkpoint", _call("checkpoint"))
+JVP_RULES.rule("jit_call")(_call("jit_call"))
+JVP_RULES.rule("checkpoint")(_call("checkpoint"))
 
 
+@JVP_RULES.rule("custom_vjp_call")
 def _custom_vjp_call(primals, tangents, *, jaxpr, **_):
     # Forward mode differentiates the primal function: the custom rule is reverse-mode
     # only (JAX's custom_vjp refuses forward mode; numbax gives the primal's JVP). The
@@ -262,14 +241,9 @@ def _custom_vjp_call(primals, tangents, *, jaxpr, **_):
     return jvp_pass(jaxpr, [], primals, tangents)
 
 
-register("custom_vjp_call", _custom_vjp_call)
-
-
+@JVP_RULES.rule("kernel")
 def _kernel(primals, tangents, **params):
     raise UnsupportedFunctionError(
         "kernel equations come from fusion, which runs after the transforms: differentiate "
         "the program before it is fused"
     )
-
-
-register("kernel", _kernel)

@@ -22,9 +22,9 @@ from ..tracer import lax
 from ..tracer import lax_linalg as la
 from ..tracer.core import bind
 from . import derivatives as d
-from .batching import axis_size, register_rule, to_front
-from .jvp import jvp_rules
-from .vjp_rules import vjp_rules
+from .batching import BATCH_RULES, axis_size, to_front
+from .jvp import JVP_RULES
+from .vjp_rules import VJP_RULES
 
 
 def _zeros_if_none(ct, like):
@@ -56,6 +56,7 @@ def _half_diagonal_lower(x):
     return la.tril(x, -1) + 0.5 * la.diag_part(x)
 
 
+@JVP_RULES.rule(cholesky_p)
 def _cholesky_jvp(primals, tangents):
     (a,), (a_dot,) = primals, tangents
     lower = la.cholesky(a)
@@ -66,6 +67,7 @@ def _cholesky_jvp(primals, tangents):
     return [lower], [la.matmul(lower, _half_diagonal_lower(inner))]
 
 
+@VJP_RULES.rule(cholesky_p)
 def _cholesky_vjp(primals, wrt):
     (a,) = primals
     lower = la.cholesky(a)
@@ -92,6 +94,7 @@ def _triangle_read(t, *, lower, unit_diagonal):
     return la.triu(t, 1 if unit_diagonal else 0)
 
 
+@JVP_RULES.rule(triangular_solve_p)
 def _triangular_solve_jvp(primals, tangents, **flags):
     (a, b), (a_dot, b_dot) = primals, tangents
     x = la.triangular_solve(a, b, **flags)
@@ -103,6 +106,7 @@ def _triangular_solve_jvp(primals, tangents, **flags):
     return [x], [la.triangular_solve(a, rhs, **flags)]
 
 
+@VJP_RULES.rule(triangular_solve_p)
 def _triangular_solve_vjp(primals, wrt, *, lower, transpose_a, unit_diagonal):
     a, b = primals
     x = la.triangular_solve(a, b, lower=lower, transpose_a=transpose_a, unit_diagonal=unit_diagonal)
@@ -138,6 +142,7 @@ def _lu_factors(lu):
     return unit_lower, la.triu(lu)
 
 
+@JVP_RULES.rule(lu_p)
 def _lu_jvp(primals, tangents):
     (a,), (a_dot,) = primals, tangents
     lu, pivots, permutation = la.lu(a)
@@ -149,6 +154,7 @@ def _lu_jvp(primals, tangents):
     return [lu, pivots, permutation], [lu_dot, None, None]
 
 
+@VJP_RULES.rule(lu_p)
 def _lu_vjp(primals, wrt):
     (a,) = primals
     lu, pivots, permutation = la.lu(a)
@@ -207,6 +213,7 @@ def _columns(x, start, stop):
     return lax.slice(x, (0,) * (len(shape) - 1) + (start,), (*shape[:-1], stop))
 
 
+@JVP_RULES.rule(qr_p)
 def _qr_jvp(primals, tangents, *, full_matrices):
     (a,), (a_dot,) = primals, tangents
     m, n = _qr_differentiable(a, full_matrices)
@@ -220,6 +227,7 @@ def _qr_jvp(primals, tangents, *, full_matrices):
     return [q, r], [q_dot, lax.concatenate([r1_dot, r2_dot], len(la.shape_of(a)) - 1)]
 
 
+@VJP_RULES.rule(qr_p)
 def _qr_vjp(primals, wrt, *, full_matrices):
     (a,) = primals
     m, n = _qr_differentiable(a, full_matrices)
@@ -243,6 +251,7 @@ def _qr_vjp(primals, wrt, *, full_matrices):
 # --- eigh ------------------------------------------------------------------------------------
 
 
+@JVP_RULES.rule(eigh_p)
 def _eigh_jvp(primals, tangents):
     (a,), (a_dot,) = primals, tangents
     w, v = la.eigh(a)
@@ -251,6 +260,7 @@ def _eigh_jvp(primals, tangents):
     return [w, v], [la.diagonal(rotated), v_dot]
 
 
+@VJP_RULES.rule(eigh_p)
 def _eigh_vjp(primals, wrt):
     (a,) = primals
     w, v = la.eigh(a)
@@ -282,6 +292,7 @@ def _svd_differentiable(a, full_matrices, compute_uv):
     return m, n
 
 
+@JVP_RULES.rule(svd_p)
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     (a,), (a_dot,) = primals, tangents
     m, n = _svd_differentiable(a, full_matrices, compute_uv)
@@ -304,6 +315,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return [u, s, vt], [u_dot, s_dot, la.mT(v_dot)]
 
 
+@VJP_RULES.rule(svd_p)
 def _svd_vjp(primals, wrt, *, full_matrices, compute_uv):
     (a,) = primals
     m, n = _svd_differentiable(a, full_matrices, compute_uv)
@@ -337,20 +349,6 @@ def _svd_vjp(primals, wrt, *, full_matrices, compute_uv):
 
 # --- the tables ------------------------------------------------------------------------------
 
-jvp_rules[cholesky_p] = _cholesky_jvp
-jvp_rules[triangular_solve_p] = _triangular_solve_jvp
-jvp_rules[lu_p] = _lu_jvp
-jvp_rules[qr_p] = _qr_jvp
-jvp_rules[eigh_p] = _eigh_jvp
-jvp_rules[svd_p] = _svd_jvp
-
-vjp_rules[cholesky_p] = _cholesky_vjp
-vjp_rules[triangular_solve_p] = _triangular_solve_vjp
-vjp_rules[lu_p] = _lu_vjp
-vjp_rules[qr_p] = _qr_vjp
-vjp_rules[eigh_p] = _eigh_vjp
-vjp_rules[svd_p] = _svd_vjp
-
 
 def _stacked_rule(prim):
     """The batch dimension becomes the stack's first."""
@@ -367,4 +365,4 @@ def _stacked_rule(prim):
 
 
 for _prim in (cholesky_p, triangular_solve_p, lu_p, qr_p, eigh_p, svd_p):
-    register_rule(_prim.name)(_stacked_rule(_prim))
+    BATCH_RULES.rule(_prim.name)(_stacked_rule(_prim))

@@ -6,7 +6,7 @@
   backward  (*saved residuals, *forwarded primals, *out cotangents) -> input cotangents
 
 It is built by two nested traces. The forward trace replays the equations, asking
-each primitive's rule in ``vjp_rules`` (see ``vjp_rules.py``) for its outputs and a
+each primitive's rule in ``VJP_RULES`` (see ``vjp_rules.py``) for its outputs and a
 ``backward`` closure over the primal values it needs. The backward trace, opened
 inside the forward one, calls those closures in reverse order, summing the cotangents
 of values used on several paths. Every forward value a closure touches is lifted into
@@ -25,7 +25,7 @@ from ..tracer.closure import closure_convert
 from ..tracer.core import Tracer, bind, new_trace, replay, trace_flat
 from . import derivatives as d
 from .jaxprs import JaxprCache, dce_closed
-from .vjp_rules import vjp_rules
+from .vjp_rules import VJP_RULES
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,7 +159,7 @@ def forward_pass(jaxpr: Jaxpr, primals, wrt):
         ins = [read(a) for a in eqn.inputs]
         eqn_wrt = tuple(isinstance(a, Var) and a in depends for a in eqn.inputs)
         if eqn.prim.differentiable and any(eqn_wrt):
-            outs, backward = vjp_rules[eqn.prim](ins, eqn_wrt, **eqn.params)
+            outs, backward = VJP_RULES[eqn.prim](ins, eqn_wrt, **eqn.params)
             tape.append((eqn, backward))
             depends.update(v for v in eqn.outputs if d.has_tangent(v.aval))
         else:
@@ -192,6 +192,7 @@ def backward_pass(jaxpr: Jaxpr, tape, depends, cotangents) -> list:
     return [ct_env.get(v) for v in jaxpr.invars]
 
 
+@VJP_RULES.rule(jit_call_p)
 def _jit_call_vjp(primals, wrt, *, jaxpr: Jaxpr, name: str = "jit_call"):
     """Two compiled calls: the forward half now, the backward half in the backward pass."""
     split = vjp_split(jaxpr, wrt)
@@ -218,6 +219,3 @@ def _jit_call_vjp(primals, wrt, *, jaxpr: Jaxpr, name: str = "jit_call"):
         return d.in_place(in_cts, split.wrt)
 
     return outs, backward
-
-
-vjp_rules[jit_call_p] = _jit_call_vjp

@@ -1,6 +1,6 @@
 """Reverse-mode rules, one per differentiable primitive.
 
-``vjp_rules[prim](primals, wrt, **params) -> (outs, backward)``: bind the primitive in
+``VJP_RULES[prim](primals, wrt, **params) -> (outs, backward)``: bind the primitive in
 the forward trace and return a closure ``backward(out_cotangents) -> in_cotangents``
 (``None`` = zero) that the backward pass calls later; what it reads of the forward is
 what the VJP saves. ``wrt`` marks the operands that need a cotangent (call-like rules
@@ -14,11 +14,16 @@ out, **params) -> operand cotangents`` and wrapped by ``single_output``.
 from __future__ import annotations
 
 from ..ir.primitive import PRIMITIVES, Primitive
+from ..ir.rules import RuleTable
 from ..tracer import lax
 from ..tracer.core import bind
 from . import derivatives as d
+from .jvp import JVP_RULES, linear
 
-vjp_rules: dict[Primitive, callable] = {}
+# ``kernel`` comes from fusion, after the transforms: it is never differentiated.
+VJP_RULES = RuleTable(
+    "vjp", not_applicable=lambda prim: not prim.differentiable or prim.name == "kernel"
+)
 P = PRIMITIVES
 
 
@@ -30,8 +35,17 @@ def single_output(prim: Primitive, transpose):
     return rule
 
 
-def register(name: str, transpose) -> None:
-    vjp_rules[P[name]] = single_output(P[name], transpose)
+def deflinear(prim: Primitive | str, *positions: int):
+    """Decorator: ``prim`` is linear in the operands at ``positions`` (default: all) and
+    the decorated ``transpose(ct, *operands, out, **params)`` is its transpose. Declares
+    both derivative rules at once: the JVP is ``prim`` of the tangents (``jvp.linear``),
+    the VJP the transpose (as JAX's ``deflinear2``)."""
+
+    def register(transpose):
+        JVP_RULES.rule(prim, build=lambda key, _: linear(key, *positions))(transpose)
+        return VJP_RULES.rule(prim, build=single_output)(transpose)
+
+    return register
 
 
 def elementwise(partials):
@@ -46,20 +60,20 @@ def elementwise(partials):
 
 
 for _name, _partials in d.ELEMENTWISE.items():
-    register(_name, elementwise(_partials))
+    VJP_RULES.rule(_name, build=single_output)(elementwise(_partials))
 
 
+@VJP_RULES.rule("convert_element_type", build=single_output)
 def _convert_element_type(ct, x, out, *, new_dtype):
     # A cotangent flows back only between float dtypes, converted to the operand's.
     return [lax.convert_element_type(ct, d.aval(x).dtype) if d.has_tangent(d.aval(x)) else None]
 
 
-register("convert_element_type", _convert_element_type)
-
 # --------------------------------------------------------------------------------------
 # Structural: each rule is the transpose of a linear map.
 
 
+@deflinear("broadcast_in_dim", 0)
 def _broadcast_in_dim(ct, x, out, *, shape, broadcast_dimensions):
     # Sum over the new axes and over the size-1 axes that were stretched.
     x_shape = d.aval(x).shape
@@ -72,20 +86,18 @@ def _broadcast_in_dim(ct, x, out, *, shape, broadcast_dimensions):
     return [lax.reshape(lax.reduce_sum(ct, new + stretched), x_shape)]
 
 
-register("broadcast_in_dim", _broadcast_in_dim)
-register("reshape", lambda ct, x, out, *, new_sizes: [lax.reshape(ct, d.aval(x).shape)])
-register("squeeze", lambda ct, x, out, *, dimensions: [lax.reshape(ct, d.aval(x).shape)])
-register("expand_dims", lambda ct, x, out, *, dimensions: [lax.reshape(ct, d.aval(x).shape)])
+deflinear("reshape", 0)(lambda ct, x, out, *, new_sizes: [lax.reshape(ct, d.aval(x).shape)])
+deflinear("squeeze", 0)(lambda ct, x, out, *, dimensions: [lax.reshape(ct, d.aval(x).shape)])
+deflinear("expand_dims", 0)(lambda ct, x, out, *, dimensions: [lax.reshape(ct, d.aval(x).shape)])
 
 
+@deflinear("transpose", 0)
 def _transpose(ct, x, out, *, permutation):
     inverse = sorted(range(len(permutation)), key=lambda i: permutation[i])
     return [lax.transpose(ct, inverse)]
 
 
-register("transpose", _transpose)
-
-
+@deflinear("slice", 0)
 def _slice(ct, x, out, *, start_indices, limit_indices, strides):
     # Put the slice back in place among zeros: spread strided axes apart, then pad.
     x_shape = d.aval(x).shape
@@ -116,9 +128,7 @@ def _interleave_zeros(t, axis: int, stride: int):
     return lax.slice(flat, [0] * len(shape), limit)
 
 
-register("slice", _slice)
-
-
+@deflinear("concatenate")
 def _concatenate(ct, *operands_and_out, dimension):
     operands = operands_and_out[:-1]
     cts, start = [], 0
@@ -133,9 +143,7 @@ def _concatenate(ct, *operands_and_out, dimension):
     return cts
 
 
-register("concatenate", _concatenate)
-
-
+@deflinear("pad", 0, 1)
 def _pad(ct, x, padding_value, out, *, padding_config):
     x_shape = d.aval(x).shape
     starts = [lo for lo, _ in padding_config]
@@ -146,18 +154,14 @@ def _pad(ct, x, padding_value, out, *, padding_config):
     return [inner, padding_ct]
 
 
-register("pad", _pad)
-
-
+@deflinear("dynamic_slice", 0)
 def _dynamic_slice(ct, x, *starts_and_out, slice_sizes):
     starts = starts_and_out[:-1]
     zeros = lax.zeros_like_aval(d.aval(x))
     return [lax.dynamic_update_slice(zeros, ct, starts)] + [None] * len(starts)
 
 
-register("dynamic_slice", _dynamic_slice)
-
-
+@deflinear("dynamic_update_slice", 0, 1)
 def _dynamic_update_slice(ct, x, update, *starts_and_out):
     starts = starts_and_out[:-1]
     update_aval = d.aval(update)
@@ -166,9 +170,7 @@ def _dynamic_update_slice(ct, x, update, *starts_and_out):
     return [ct_x, ct_update] + [None] * len(starts)
 
 
-register("dynamic_update_slice", _dynamic_update_slice)
-
-
+@deflinear("gather", 0)
 def _gather(ct, x, indices, out, *, axis):
     # Repeated indices read one entry several times: their cotangents add up. An
     # out-of-range index read the clamped entry, so its cotangent goes there (the
@@ -177,9 +179,7 @@ def _gather(ct, x, indices, out, *, axis):
     return [lax.scatter(lax.zeros_like_aval(d.aval(x)), read, ct, axis, "add"), None]
 
 
-register("gather", _gather)
-
-
+@VJP_RULES.rule("scatter", build=single_output)
 def _scatter(ct, x, indices, updates, out, *, axis, mode):
     if mode == "add":
         # A dropped update (its index outside the axis) reaches nothing: zero cotangent.
@@ -211,8 +211,6 @@ def _last_writer_mask(indices, size: int):
     return lax.gather(owners, indices, 0) == ids
 
 
-register("scatter", _scatter)
-
 # --------------------------------------------------------------------------------------
 # Reductions and contractions
 
@@ -223,28 +221,23 @@ def _spread(ct, x, axes):
     return lax.broadcast_in_dim(ct, shape, [i for i in range(len(shape)) if i not in axes])
 
 
-register("reduce_sum", lambda ct, x, out, *, axes: [_spread(ct, x, axes)])
-register(
-    "reduce_max",
+deflinear("reduce_sum", 0)(lambda ct, x, out, *, axes: [_spread(ct, x, axes)])
+VJP_RULES.rule("reduce_max", build=single_output)(
     lambda ct, x, out, *, axes: [_spread(ct, x, axes) * d.reduce_chooser_weights(x, out, axes)],
 )
-register(
-    "reduce_min",
+VJP_RULES.rule("reduce_min", build=single_output)(
     lambda ct, x, out, *, axes: [_spread(ct, x, axes) * d.reduce_chooser_weights(x, out, axes)],
 )
-register(
-    "reduce_prod",
+VJP_RULES.rule("reduce_prod", build=single_output)(
     lambda ct, x, out, *, axes: [_spread(ct, x, axes) * d.reduce_prod_partials(x, axes)],
 )
-register("cumsum", lambda ct, x, out, *, axis, reverse: [lax.cumsum(ct, axis, not reverse)])
+deflinear("cumsum", 0)(lambda ct, x, out, *, axis, reverse: [lax.cumsum(ct, axis, not reverse)])
 
 
+@VJP_RULES.rule("sort")
 def _sort(primals, wrt, **params):
     outs, positions = d.sort_with_order(primals, **params)
     return outs, lambda cts: [None if ct is None else d.scatter_flat(ct, positions) for ct in cts]
-
-
-vjp_rules[P["sort"]] = _sort
 
 
 def _ranges_like(*lists):
@@ -279,6 +272,7 @@ def _dot_transpose_lhs(ct, x, y, dimension_numbers, swap_ans=False):
     return lax.transpose(lax.dot_general(ct, y, dims), inverse)
 
 
+@VJP_RULES.rule("dot_general", build=single_output)
 def _dot_general(ct, x, y, out, *, dimension_numbers):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
@@ -286,6 +280,3 @@ def _dot_general(ct, x, y, out, *, dimension_numbers):
         _dot_transpose_lhs(ct, x, y, dimension_numbers),
         _dot_transpose_lhs(ct, y, x, swapped, swap_ans=True),
     ]
-
-
-register("dot_general", _dot_general)

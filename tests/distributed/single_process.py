@@ -20,8 +20,8 @@ from numbax.ir import collectives as c
 from numbax.ir import dumps, eval_jaxpr, loads, typecheck
 from numbax.ir.errors import ShapeError
 from numbax.transforms.batching import BATCH_RULES
-from numbax.transforms.jvp import jvp_rules
-from numbax.transforms.vjp_rules import vjp_rules
+from numbax.transforms.jvp import JVP_RULES
+from numbax.transforms.vjp_rules import VJP_RULES
 
 assert nd.process_count() == 1 and nd.process_index() == 0
 
@@ -73,7 +73,7 @@ def check_tables() -> None:
         assert prim.name in opaque.EMITTERS, f"{prim}: no cpu writer"
         assert prim.name in RUNNERS, f"{prim}: no cuda runner"
         if prim.differentiable:
-            assert prim in jvp_rules and prim in vjp_rules, f"{prim}: no derivative rule"
+            assert prim in JVP_RULES and prim in VJP_RULES, f"{prim}: no derivative rule"
 
 
 def check_passes_keep_communication() -> None:

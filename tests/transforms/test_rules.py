@@ -18,8 +18,6 @@ from numbax.numpy_lib import numpy_complex as cx
 from numbax.numpy_lib.numpy_fft import fft_primitive
 from numbax.tracer import lax
 from numbax.tracer import lax_linalg as la
-from numbax.transforms.jvp import jvp_rules
-from numbax.transforms.vjp_rules import vjp_rules
 
 F64 = np.float64
 
@@ -580,16 +578,13 @@ def differentiable_primitives():
 REFUSED = {"pure_callback"}
 
 
-def test_every_differentiable_primitive_has_both_rules_and_a_check():
-    missing_jvp = [p.name for p in differentiable_primitives() if p not in jvp_rules]
-    missing_vjp = [p.name for p in differentiable_primitives() if p not in vjp_rules]
+def test_every_differentiable_primitive_has_a_check():
+    # That each has both rules is tests/test_rule_tables.py's check of every table.
     unchecked = [
         p.name
         for p in differentiable_primitives()
         if not PROGRAMS.get(p.name) and p.name not in REFUSED
     ]
-    assert not missing_jvp, f"no JVP rule for {missing_jvp}"
-    assert not missing_vjp, f"no VJP rule for {missing_vjp}"
     assert not unchecked, f"no finite-difference program for {unchecked}"
 
 
