@@ -11,14 +11,14 @@ import numpy as np
 
 from ..ir.core import Literal
 from .rewrite import is_literal, literal_value
-from .simplify_rules import operand_orders, same_type, simplification
+from .simplify_rules import SIMPLIFICATIONS, elementwise_simplification, operand_orders, same_type
 
 # pow(x, n) for an integral n becomes integer_pow[y=n] up to this |n|: the backends
 # expand integer_pow into multiplications.
 MAX_INTEGER_POWER = 16
 
 
-@simplification("mul")
+@SIMPLIFICATIONS.rule("mul")
 def multiply_by_one(eqn, ctx):
     """x * 1 = x, and x * -1 = -x."""
     for x, c in operand_orders(eqn):
@@ -29,7 +29,7 @@ def multiply_by_one(eqn, ctx):
     return None
 
 
-@simplification("add")
+@SIMPLIFICATIONS.rule("add")
 def add_negative_zero(eqn, ctx):
     """x + -0.0 = x (and x + 0 = x for integers); x + 0.0 is NOT x when x is -0.0."""
     for x, c in operand_orders(eqn):
@@ -38,7 +38,7 @@ def add_negative_zero(eqn, ctx):
     return None
 
 
-@simplification("sub")
+@SIMPLIFICATIONS.rule("sub")
 def subtract_zero(eqn, ctx):
     """x - 0.0 = x, and -0.0 - x = -x (but 0.0 - x is not -x when x is 0.0)."""
     x, c = eqn.inputs
@@ -49,21 +49,21 @@ def subtract_zero(eqn, ctx):
     return None
 
 
-@simplification("div")
+@SIMPLIFICATIONS.rule("div")
 def divide_by_one(eqn, ctx):
     """x / 1 = x (integer division too)."""
     x, c = eqn.inputs
     return same_type(eqn, x) if is_literal(c, 1) else None
 
 
-@simplification("neg")
+@SIMPLIFICATIONS.rule("neg")
 def double_negation(eqn, ctx):
     """-(-x) = x."""
     inner = ctx.producer(eqn.inputs[0], "neg")
     return inner.inputs[0] if inner is not None else None
 
 
-@simplification("integer_pow")
+@SIMPLIFICATIONS.rule("integer_pow")
 def small_integer_power(eqn, ctx):
     """x**1 = x, x**2 = x * x, x**0 = 1 (NaN**0 is 1 in IEEE and NumPy)."""
     x, y = eqn.inputs[0], eqn.params["y"]
@@ -79,7 +79,7 @@ def small_integer_power(eqn, ctx):
     return None
 
 
-@simplification("pow")
+@SIMPLIFICATIONS.rule("pow")
 def integral_power(eqn, ctx):
     """x ** 3.0 = integer_pow[y=3] x: the reference computes both with the same pow."""
     x, c = eqn.inputs
@@ -94,7 +94,7 @@ def integral_power(eqn, ctx):
     return None
 
 
-@simplification("convert_element_type")
+@SIMPLIFICATIONS.rule("convert_element_type")
 def redundant_conversion(eqn, ctx):
     """A conversion to the same dtype is nothing; so is a round trip through a dtype
     that holds every value exactly (f32 -> f64 -> f32, i32 -> i64 -> i32)."""
@@ -118,7 +118,7 @@ def _lossless(source: np.dtype, target: np.dtype) -> bool:
     return False
 
 
-@simplification("select")
+@SIMPLIFICATIONS.rule("select")
 def select_known_predicate(eqn, ctx):
     """select(True, a, b) = a (a broadcast True too); select(p, a, a) = a."""
     pred, on_true, on_false = eqn.inputs
@@ -135,13 +135,13 @@ def select_known_predicate(eqn, ctx):
     return None
 
 
-@simplification("stop_gradient")
+@SIMPLIFICATIONS.rule("stop_gradient")
 def drop_stop_gradient(eqn, ctx):
     """stop_gradient only speaks to autodiff, which is over when passes run."""
     return eqn.inputs[0]
 
 
-@simplification()
+@elementwise_simplification
 def sink_broadcast(eqn, ctx):
     """f(broadcast(a), broadcast(b)) = broadcast(f(a, b)) when both broadcasts are the
     same: exact, and f runs on the smaller array. Done when f is expensive; when the
@@ -176,7 +176,7 @@ def sink_broadcast(eqn, ctx):
     return ctx.emit("broadcast_in_dim", [inner], **first.params)
 
 
-@simplification()
+@elementwise_simplification
 def scalar_broadcast_operand(eqn, ctx):
     """f(x, broadcast(s)) = f(x, s) for a rank-0 s: elementwise ops broadcast rank-0
     operands themselves, so a broadcast of a scalar costs nothing."""

@@ -25,8 +25,15 @@ import numpy as np
 from ..ir.core import Atom, ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..ir.interpret import eval_jaxpr
 from ..ir.primitive import PRIMITIVES, Pattern
+from ..ir.rules import RuleTable
 from .dce import eliminate_dead_code
 from .rewrite import Rebuilder, is_concrete, jaxpr_key, map_subjaxprs
+
+# ``fold(out, eqn, known, counts) -> bool``: whether the equation was resolved into
+# ``out``. Only control flow has anything to decide.
+FOLDERS = RuleTable(
+    "control-flow folders", not_applicable=lambda prim: prim.name not in {"cond", "while", "scan"}
+)
 
 BROADCAST = PRIMITIVES["broadcast_in_dim"]
 MAX_ELEMENTS = 1 << 16  # bigger intermediates are not evaluated to decide control flow
@@ -49,14 +56,15 @@ def fold_control_flow(jaxpr: Jaxpr, known: dict, counts: Counter) -> Jaxpr:
     out = Rebuilder()
     for eqn in jaxpr.eqns:
         eqn = out.substituted(eqn)
-        if eqn.prim.name in FOLDERS:
+        if eqn.prim in FOLDERS:
             eqn = _propagate_literal_consts(eqn, counts)
-            if FOLDERS[eqn.prim.name](out, eqn, known, counts):
+            if FOLDERS[eqn.prim](out, eqn, known, counts):
                 continue
         out.add(map_subjaxprs(eqn, lambda sub: fold_control_flow(sub, {}, counts)))
     return out.finish(jaxpr)
 
 
+@FOLDERS.rule("cond")
 def _fold_cond(out: Rebuilder, eqn: Eqn, known: dict, counts: Counter) -> bool:
     index, *operands = eqn.inputs
     branches = eqn.params["branches"]
@@ -73,6 +81,7 @@ def _fold_cond(out: Rebuilder, eqn: Eqn, known: dict, counts: Counter) -> bool:
     return True
 
 
+@FOLDERS.rule("while")
 def _fold_while(out: Rebuilder, eqn: Eqn, known: dict, counts: Counter) -> bool:
     cond_jaxpr, cond_nconsts = eqn.params["cond_jaxpr"], eqn.params["cond_nconsts"]
     inits = eqn.inputs[cond_nconsts + eqn.params["body_nconsts"] :]
@@ -85,6 +94,7 @@ def _fold_while(out: Rebuilder, eqn: Eqn, known: dict, counts: Counter) -> bool:
     return True
 
 
+@FOLDERS.rule("scan")
 def _fold_scan(out: Rebuilder, eqn: Eqn, known: dict, counts: Counter) -> bool:
     if eqn.params["length"] != 0:
         return False
@@ -97,9 +107,6 @@ def _fold_scan(out: Rebuilder, eqn: Eqn, known: dict, counts: Counter) -> bool:
         zero = Literal(np.zeros((), var.aval.dtype), var.aval.dtype)
         out.alias(var, out.emit1(BROADCAST, [zero], shape=var.aval.shape, broadcast_dimensions=()))
     return True
-
-
-FOLDERS = {"cond": _fold_cond, "while": _fold_while, "scan": _fold_scan}
 
 
 # ------------------------------------------------------------- literal operands

@@ -11,7 +11,7 @@ reduction kernel), and a transposed operand of ``dot_general`` is read in place.
 from __future__ import annotations
 
 from ..ir.core import Atom
-from .simplify_rules import same_type, simplification
+from .simplify_rules import SIMPLIFICATIONS, same_type
 
 REDUCE_PRIMS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")
 
@@ -56,13 +56,13 @@ def _is_reshape(eqn) -> bool:
 # ------------------------------------------------------------------------ broadcasts
 
 
-@simplification("broadcast_in_dim")
+@SIMPLIFICATIONS.rule("broadcast_in_dim")
 def broadcast_to_same_shape(eqn, ctx):
     x = eqn.inputs[0]
     return x if x.aval.shape == eqn.params["shape"] else None
 
 
-@simplification("broadcast_in_dim")
+@SIMPLIFICATIONS.rule("broadcast_in_dim")
 def broadcast_of_broadcast(eqn, ctx):
     inner = ctx.producer(eqn.inputs[0], "broadcast_in_dim")
     if inner is None:
@@ -74,7 +74,7 @@ def broadcast_of_broadcast(eqn, ctx):
     )
 
 
-@simplification("broadcast_in_dim")
+@SIMPLIFICATIONS.rule("broadcast_in_dim")
 def broadcast_of_iota(eqn, ctx):
     """A broadcast iota is an iota of the bigger shape (unless its ramp is broadcast)."""
     iota = ctx.producer(eqn.inputs[0], "iota")
@@ -87,7 +87,7 @@ def broadcast_of_iota(eqn, ctx):
     return ctx.emit("iota", [], dtype=iota.params["dtype"], shape=shape, dimension=dims[axis])
 
 
-@simplification("broadcast_in_dim")
+@SIMPLIFICATIONS.rule("broadcast_in_dim")
 def broadcast_of_squeeze(eqn, ctx):
     """broadcast(reshape(x)) where the reshape only drops size-1 dims: one broadcast of
     x, the dropped dims placed anywhere between their neighbours (size 1 broadcasts)."""
@@ -120,7 +120,7 @@ def broadcast_of_squeeze(eqn, ctx):
 # ------------------------------------------------------------ reshapes and transposes
 
 
-@simplification("reshape")
+@SIMPLIFICATIONS.rule("reshape")
 def reshape_simplified(eqn, ctx):
     """A reshape to the same shape is nothing; a reshape of a reshape is one reshape;
     a reshape that only inserts size-1 dims is a broadcast."""
@@ -133,13 +133,13 @@ def reshape_simplified(eqn, ctx):
     return None
 
 
-@simplification("squeeze", "expand_dims")
+@SIMPLIFICATIONS.rule("squeeze", "expand_dims")
 def squeeze_as_reshape(eqn, ctx):
     """One form for moving size-1 dims around: reshape (or broadcast, if it inserts)."""
     return reshape_to(ctx, eqn.inputs[0], eqn.outputs[0].aval.shape)
 
 
-@simplification("transpose")
+@SIMPLIFICATIONS.rule("transpose")
 def transpose_simplified(eqn, ctx):
     x, perm = eqn.inputs[0], eqn.params["permutation"]
     inner = ctx.producer(x, "transpose")
@@ -150,18 +150,18 @@ def transpose_simplified(eqn, ctx):
     return ctx.emit("transpose", [x], permutation=perm) if inner is not None else None
 
 
-@simplification("slice")
+@SIMPLIFICATIONS.rule("slice")
 def full_slice(eqn, ctx):
     x = eqn.inputs[0]
     return same_type(eqn, x) if all(s == 1 for s in eqn.params["strides"]) else None
 
 
-@simplification("pad")
+@SIMPLIFICATIONS.rule("pad")
 def zero_padding(eqn, ctx):
     return same_type(eqn, eqn.inputs[0])
 
 
-@simplification("concatenate")
+@SIMPLIFICATIONS.rule("concatenate")
 def concatenate_one(eqn, ctx):
     return eqn.inputs[0] if len(eqn.inputs) == 1 else None
 
@@ -169,7 +169,7 @@ def concatenate_one(eqn, ctx):
 # ------------------------------------------------------------------------ reductions
 
 
-@simplification(*REDUCE_PRIMS)
+@SIMPLIFICATIONS.rule(*REDUCE_PRIMS)
 def reduce_nothing(eqn, ctx):
     """A reduction over no axes, or over size-1 axes only, is a reshape."""
     x, axes = eqn.inputs[0], eqn.params["axes"]
@@ -178,7 +178,7 @@ def reduce_nothing(eqn, ctx):
     return None
 
 
-@simplification(*REDUCE_PRIMS)
+@SIMPLIFICATIONS.rule(*REDUCE_PRIMS)
 def reduce_of_reduce(eqn, ctx):
     """sum(sum(x, a), b) = sum(x, a + b), and so for max, min and product, when the
     inner result is read nowhere else. Floating-point sums are reassociated."""
@@ -194,7 +194,7 @@ def reduce_of_reduce(eqn, ctx):
 # ---------------------------------------------------------------------- contraction
 
 
-@simplification("dot_general")
+@SIMPLIFICATIONS.rule("dot_general")
 def dot_of_transpose(eqn, ctx):
     """dot_general reads a transposed operand in place, through its dimension numbers,
     when the operand's free dims keep their order (they fix the output's layout)."""
@@ -215,7 +215,7 @@ def dot_of_transpose(eqn, ctx):
     return None
 
 
-@simplification("dot_general")
+@SIMPLIFICATIONS.rule("dot_general")
 def dot_of_batch_broadcast(eqn, ctx):
     """A batched matmul whose right operand is the same matrix in every batch (broadcast
     along the batch dims, as ``(R, Q, 1, P) @ (P, P)`` traces) is one product of the left
@@ -247,7 +247,7 @@ def dot_of_batch_broadcast(eqn, ctx):
     return ctx.emit("dot_general", [lhs, source], dimension_numbers=numbers)
 
 
-@simplification("transpose")
+@SIMPLIFICATIONS.rule("transpose")
 def transposed_dot(eqn, ctx):
     """transpose(dot_general(a, b)) = dot_general(b, a) when the transpose swaps the
     free dims of a and b as two blocks (batch dims first, in place), as the VJP of a

@@ -14,7 +14,7 @@ from ..ir.core import ClosedJaxpr, Jaxpr
 from ..ir.primitive import Pattern
 from . import arithmetic, layout  # noqa: F401 - they register the rules
 from .rewrite import Rebuilder, map_subjaxprs, subjaxprs, use_counts
-from .simplify_rules import ELEMENTWISE_RULES, RULES, Context
+from .simplify_rules import ELEMENTWISE_RULES, SIMPLIFICATIONS, Context
 
 
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
@@ -44,7 +44,7 @@ def simplify(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
 
 
 def _rules_for(eqn):
-    rules = RULES.get(eqn.prim.name, [])
+    rules = SIMPLIFICATIONS[eqn.prim]
     if eqn.prim.pattern is Pattern.ELEMENTWISE:
-        return rules + ELEMENTWISE_RULES
+        return (*rules, *ELEMENTWISE_RULES)
     return rules

@@ -1,6 +1,6 @@
-"""The table of algebraic simplifications: ``RULES[primitive name]`` lists rules tried
-in order on each equation of that primitive; ``ELEMENTWISE_RULES`` apply to every
-elementwise primitive after its own rules.
+"""The table of algebraic simplifications: ``SIMPLIFICATIONS[primitive]`` holds the
+rules tried in order on each equation of that primitive; ``ELEMENTWISE_RULES`` apply to
+every elementwise primitive after its own rules.
 
 A rule reads one equation (inputs already substituted) and returns the atom that
 replaces its output, or None. It may emit new equations through ``ctx`` but only once
@@ -16,26 +16,21 @@ from collections.abc import Callable
 
 from ..ir.core import Atom, Eqn, Var
 from ..ir.primitive import PRIMITIVES
+from ..ir.rules import RuleTable, any_primitive
 from .rewrite import Rebuilder
 
 Rule = Callable[[Eqn, "Context"], Atom | None]
 
-RULES: dict[str, list[Rule]] = {}
+# ``@SIMPLIFICATIONS.rule("mul")``; a primitive with no rule is left as it is.
+SIMPLIFICATIONS = RuleTable("simplifications", not_applicable=any_primitive, multiple=True)
 ELEMENTWISE_RULES: list[Rule] = []
 
 
-def simplification(*prim_names: str):
-    """Register the decorated rule for the named primitives (all elementwise ones if
-    none is named)."""
-
-    def register(rule: Rule) -> Rule:
-        if not prim_names:
-            ELEMENTWISE_RULES.append(rule)
-        for name in prim_names:
-            RULES.setdefault(name, []).append(rule)
-        return rule
-
-    return register
+def elementwise_simplification(rule: Rule) -> Rule:
+    """Decorator: ``rule`` is tried on every elementwise equation, after the rules of
+    its primitive (a rewrite of the pattern, not of one primitive)."""
+    ELEMENTWISE_RULES.append(rule)
+    return rule
 
 
 class Context:

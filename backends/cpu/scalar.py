@@ -20,6 +20,8 @@ from typing import Protocol
 import numpy as np
 
 from ...ir import dtypes
+from ...ir.primitive import Pattern
+from ...ir.rules import RuleTable
 from .. import source as escape
 
 INTRINSICS = "numbax.backends.cpu.intrinsics"
@@ -37,17 +39,11 @@ class ScalarContext(Protocol):
 
 
 # An emitter: (context, operand dtype, output dtype, operand expressions, params) -> expression.
+# Every elementwise primitive has one; the others are written as loops or calls.
 Emitter = Callable[..., str]
-EMITTERS: dict[str, Emitter] = {}
-
-
-def emitter(*names: str):
-    def register(fn: Emitter) -> Emitter:
-        for name in names:
-            EMITTERS[name] = fn
-        return fn
-
-    return register
+EMITTERS = RuleTable(
+    "cpu scalar emitters", not_applicable=lambda prim: prim.pattern is not Pattern.ELEMENTWISE
+)
 
 
 def dtype_source(dtype) -> str:
@@ -85,7 +81,7 @@ def _is_complex(dtype: np.dtype) -> bool:
 # --- unary ------------------------------------------------------------------------------
 
 
-@emitter(*FASTMATH_PRIMITIVES)
+@EMITTERS.rule(*FASTMATH_PRIMITIVES)
 def _fastmath(ctx, dtype, out_dtype, x, *, prim):
     if _is_complex(dtype):  # Numba's NumPy ufuncs of complex scalars: cmath's functions
         return f"np.{prim}({x})"
@@ -96,27 +92,27 @@ def _fastmath_name(prim: str, dtype: np.dtype) -> str:
     return f"{prim}_{dtypes.short_name(dtype)}"
 
 
-@emitter("neg")
+@EMITTERS.rule("neg")
 def _neg(ctx, dtype, out_dtype, x, **_):
     return _narrow(dtype, f"-{x}")
 
 
-@emitter("sqrt")
+@EMITTERS.rule("sqrt")
 def _sqrt(ctx, dtype, out_dtype, x, **_):
     return f"np.sqrt({x})"
 
 
-@emitter("rsqrt")
+@EMITTERS.rule("rsqrt")
 def _rsqrt(ctx, dtype, out_dtype, x, **_):
     return f"{ctx.constant(1, dtype)} / np.sqrt({x})"
 
 
-@emitter("abs")
+@EMITTERS.rule("abs")
 def _abs(ctx, dtype, out_dtype, x, **_):
     return _narrow(dtype, f"abs({x})")
 
 
-@emitter("sign")
+@EMITTERS.rule("sign")
 def _sign(ctx, dtype, out_dtype, x, **_):
     if _is_float(dtype):  # keeps NaN and signed zeros, as np.sign
         one, minus_one = ctx.constant(1, dtype), ctx.constant(-1, dtype)
@@ -125,22 +121,22 @@ def _sign(ctx, dtype, out_dtype, x, **_):
     return cast(dtype, f"({x} > 0) - ({x} < 0)")
 
 
-@emitter("floor", "ceil")
+@EMITTERS.rule("floor", "ceil")
 def _rounding(ctx, dtype, out_dtype, x, *, prim):
     return f"np.{prim}({x})"
 
 
-@emitter("round")
+@EMITTERS.rule("round")
 def _round(ctx, dtype, out_dtype, x, **_):
     return f"np.rint({x})"  # round half to even, as np.round
 
 
-@emitter("not")
+@EMITTERS.rule("not")
 def _not(ctx, dtype, out_dtype, x, **_):
     return f"(not {x})" if dtype == dtypes.bool_ else _narrow(dtype, f"~{x}")
 
 
-@emitter("stop_gradient")
+@EMITTERS.rule("stop_gradient")
 def _identity(ctx, dtype, out_dtype, x, **_):
     return x
 
@@ -150,12 +146,12 @@ def _identity(ctx, dtype, out_dtype, x, **_):
 _OPERATORS = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|", "xor": "^"}
 
 
-@emitter(*_OPERATORS)
+@EMITTERS.rule(*_OPERATORS)
 def _arithmetic(ctx, dtype, out_dtype, x, y, *, prim):
     return _narrow(dtype, f"({x} {_OPERATORS[prim]} {y})")
 
 
-@emitter("div")
+@EMITTERS.rule("div")
 def _div(ctx, dtype, out_dtype, x, y, **_):
     if _is_float(dtype):
         return f"({x} / {y})"  # IEEE: the backend compiles with error_model="numpy"
@@ -164,25 +160,25 @@ def _div(ctx, dtype, out_dtype, x, y, **_):
     return f"{ctx.function(INTRINSICS, 'div_trunc')}({x}, {y})"
 
 
-@emitter("rem")
+@EMITTERS.rule("rem")
 def _rem(ctx, dtype, out_dtype, x, y, **_):
     name = "fmod" if _is_float(dtype) else "rem_trunc"
     return f"{ctx.function(INTRINSICS, name)}({x}, {y})"
 
 
-@emitter("pow")
+@EMITTERS.rule("pow")
 def _pow(ctx, dtype, out_dtype, x, y, **_):
     if _is_complex(dtype):
         return cast(dtype, f"{ctx.function(INTRINSICS, 'complex_pow')}({x}, {y})")
     return f"np.power({x}, {y})"
 
 
-@emitter("atan2")
+@EMITTERS.rule("atan2")
 def _atan2(ctx, dtype, out_dtype, x, y, **_):
     return f"np.arctan2({x}, {y})"
 
 
-@emitter("max", "min")
+@EMITTERS.rule("max", "min")
 def _max_min(ctx, dtype, out_dtype, x, y, *, prim):
     if _is_float(dtype):
         name = "maximum" if prim == "max" else "minimum"
@@ -192,7 +188,7 @@ def _max_min(ctx, dtype, out_dtype, x, y, *, prim):
     return _narrow(dtype, f"{prim}({x}, {y})")
 
 
-@emitter("shift_left", "shift_right_arithmetic")
+@EMITTERS.rule("shift_left", "shift_right_arithmetic")
 def _shift(ctx, dtype, out_dtype, x, y, *, prim):
     # LLVM's shifts are undefined for a count outside [0, bits), where NumPy's are not: the
     # count is masked into range and the lanes it was outside of take NumPy's result.
@@ -218,12 +214,12 @@ def _sign_fill(ctx, dtype, x, bits):
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
-@emitter(*_COMPARISONS)
+@EMITTERS.rule(*_COMPARISONS)
 def _compare(ctx, dtype, out_dtype, x, y, *, prim):
     return f"({x} {_COMPARISONS[prim]} {y})"
 
 
-@emitter("integer_pow")
+@EMITTERS.rule("integer_pow")
 def _integer_pow(ctx, dtype, out_dtype, x, *, y, **_):
     if _is_complex(dtype):  # NumPy's products and its zero and infinite cases
         exponent = ctx.constant(complex(y), dtype)
@@ -240,12 +236,12 @@ def _integer_pow(ctx, dtype, out_dtype, x, *, y, **_):
     return f"({one} / {power})" if y < 0 else _narrow(dtype, power)
 
 
-@emitter("select")
+@EMITTERS.rule("select")
 def _select(ctx, dtype, out_dtype, predicate, on_true, on_false, **_):
     return f"{ctx.function(INTRINSICS, 'select')}({predicate}, {on_true}, {on_false})"
 
 
-@emitter("convert_element_type")
+@EMITTERS.rule("convert_element_type")
 def _convert(ctx, dtype, out_dtype, x, **_):
     if out_dtype == dtype:
         return x
@@ -273,24 +269,24 @@ def _convert(ctx, dtype, out_dtype, x, **_):
 # --- complex ----------------------------------------------------------------------------
 
 
-@emitter("real", "imag")
+@EMITTERS.rule("real", "imag")
 def _part(ctx, dtype, out_dtype, x, *, prim):
     if _is_complex(dtype):
         return f"{x}.{prim}"
     return x if prim == "real" else ctx.constant(0, out_dtype)
 
 
-@emitter("conj")
+@EMITTERS.rule("conj")
 def _conj(ctx, dtype, out_dtype, x, **_):
     return f"{x}.conjugate()" if _is_complex(dtype) else x
 
 
-@emitter("complex")
+@EMITTERS.rule("complex")
 def _complex(ctx, dtype, out_dtype, x, y, **_):
     return cast(out_dtype, f"complex({x}, {y})")
 
 
-@emitter("threefry2x32")
+@EMITTERS.rule("threefry2x32")
 def _threefry2x32(ctx, dtype, out_dtype, key0, key1, count0, count1, *, output, **_):
     # One call of a helper compiled once per process (cpu/threefry.py), not the cipher
     # written out in every kernel.

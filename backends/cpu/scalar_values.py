@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...ir.core import Eqn, Literal
+from ...ir.rules import RuleTable, any_primitive
 from .loopnest import tuple_source
 from .scalar import dtype_source
 
@@ -44,53 +45,41 @@ def materialize(name: str, value: str, aval) -> list[str]:
 
 
 # A scalar form: (program, eqn over program values) -> its lines, or None where the form
-# does not apply (the opaque emitter writes the op, on materialized arrays).
+# does not apply (the opaque emitter writes the op, on materialized arrays). Optional:
+# a primitive without one runs on materialized arrays.
 Form = Callable[..., "list[str] | None"]
-FORMS: dict[str, Form] = {}
+FORMS = RuleTable("cpu scalar forms", not_applicable=any_primitive)
 
 
-def form(*names: str):
-    def register(fn: Form) -> Form:
-        for name in names:
-            FORMS[name] = fn
-        return fn
+def element_form(prim, index: Callable[..., str]) -> Form:
+    """The scalar form of an op whose one-element result is one element of its first
+    operand: the operand itself where it is a scalar, else the element at the index that
+    ``index(program, eqn) -> index source`` writes (``FORMS.rule(..., build=element_form)``)."""
 
-    return register
+    def element(program, eqn: Eqn) -> list[str] | None:
+        (out,) = eqn.outputs
+        if not program.is_scalar(out):
+            return None
+        x = eqn.inputs[0]
+        if program.is_scalar(x):
+            return [f"{program.name(out)} = {program.scalar_of(x)}"]
+        return [f"{program.name(out)} = {program.name(x)}[{index(program, eqn)}]"]
 
-
-def element_form(*names: str):
-    """Register the scalar form of ops whose one-element result is one element of their
-    first operand: the operand itself where it is a scalar, else the element at the index
-    that the decorated function writes, ``(program, eqn) -> index source``."""
-
-    def register(index: Callable[..., str]) -> Callable[..., str]:
-        def element(program, eqn: Eqn) -> list[str] | None:
-            (out,) = eqn.outputs
-            if not program.is_scalar(out):
-                return None
-            x = eqn.inputs[0]
-            if program.is_scalar(x):
-                return [f"{program.name(out)} = {program.scalar_of(x)}"]
-            return [f"{program.name(out)} = {program.name(x)}[{index(program, eqn)}]"]
-
-        form(*names)(element)
-        return index
-
-    return register
+    return element
 
 
-@element_form("reshape", "squeeze", "expand_dims", "transpose")
+@FORMS.rule("reshape", "squeeze", "expand_dims", "transpose", build=element_form)
 def _only_element(program, eqn: Eqn) -> str:
     """An op that moves no data: its one-element operand's element."""
     return element_index(eqn.inputs[0].aval)
 
 
-@element_form("slice")
+@FORMS.rule("slice", build=element_form)
 def _slice_start(program, eqn: Eqn) -> str:
     return ", ".join(map(str, eqn.params["start_indices"]))
 
 
-@element_form("dynamic_slice")
+@FORMS.rule("dynamic_slice", build=element_form)
 def _clamped_starts(program, eqn: Eqn) -> str:
     """``x[i]`` with a traced ``i``: the element at the clamped starts, read once."""
     x, *starts = eqn.inputs
@@ -98,7 +87,7 @@ def _clamped_starts(program, eqn: Eqn) -> str:
     return ", ".join(_clamped(program, s, n - 1) for s, n in zip(starts, shape, strict=True))
 
 
-@form("dynamic_update_slice")
+@FORMS.rule("dynamic_update_slice")
 def _element_store(program, eqn: Eqn) -> list[str] | None:
     """An update of one element is a store of the scalar at the clamped starts, into the
     operand's own array when the memory plan proves it dies there, else into a copy."""
