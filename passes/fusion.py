@@ -26,6 +26,11 @@ select between their pieces and the padding value, and views may read views, so 
 ``np.roll`` (slices, then a concatenate) or the slices of a ``np.pad`` cost the loop
 that reads them no buffer.
 
+Every boundary left between two kernels (a value one writes and the other reads, the
+pair counted once) is counted by its reason, a ``Refusal`` (passes/refusals.py): why
+the two are not one kernel, asked of the final partition (``Partition.decide``). The
+pass log shows the counts on the fusion line.
+
 Equations with side effects (prints, and control flow that prints) keep their program
 order: each one is an extra predecessor of the next, an edge the cycle check and the
 final order respect like a value read (they are never merged, so the edge stays put).
@@ -55,8 +60,9 @@ from .kernels import (
     is_view,
     merged_spec,
     merged_with_view,
-    reads_across,
+    read_across_refusal,
 )
+from .refusals import Refusal
 from .rewrite import Rebuilder, map_subjaxprs
 
 
@@ -121,7 +127,7 @@ class Group:
     produced: set
     inputs: set  # variables read and not produced here
     consumers: set  # equations outside the group that read what it produces
-    guarded_reads: set  # variables its broadcasts and contractions read (``reads_across``)
+    guarded_reads: set  # variables its broadcasts and contractions read (``read_across_refusal``)
     first: int  # its first equation
 
     @property
@@ -201,8 +207,8 @@ class Partition:
             if entry != (negative_saved, first, a, b):
                 heapq.heappush(heap, entry)
                 continue
-            spec = self.merged_spec(a, b)
-            if spec is not None:
+            spec = self.decide(a, b)
+            if isinstance(spec, KernelSpec):
                 self._merge(heap, a, b, spec)
         for gid in list(self.groups):
             self.gather_pieces(gid)
@@ -244,22 +250,33 @@ class Partition:
 
     def merged_spec(self, a: int, b: int) -> KernelSpec | None:
         """The spec of ``a`` and ``b`` as one kernel, if that is legal."""
+        spec = self.decide(a, b)
+        return spec if isinstance(spec, KernelSpec) else None
+
+    def decide(self, a: int, b: int) -> KernelSpec | Refusal:
+        """The spec of ``a`` and ``b`` as one kernel, or why they may not be one."""
         ga, gb = self.groups[a], self.groups[b]
-        if not (ga.mergeable and gb.mergeable):
-            return None
+        for group in (ga, gb):
+            if group.spec is None:
+                return Refusal.CONTROL_FLOW
+            if group.spec.kind == "opaque":
+                return Refusal.OPAQUE
         if gb.spec.kind == "view":
             spec = self._merged_with_view(b, a)
         elif ga.spec.kind == "view":
             spec = self._merged_with_view(a, b)
         else:
             spec = merged_spec(ga.spec, gb.spec)
-        if spec is None or not self._reads_across(a, b, spec) or not self._reads_across(b, a, spec):
-            return None
+        if isinstance(spec, Refusal):
+            return spec
+        refusal = self._read_across_refusal(a, b, spec) or self._read_across_refusal(b, a, spec)
+        if refusal is not None:
+            return refusal
         if self._reaches(a, b) or self._reaches(b, a):
-            return None
+            return Refusal.CYCLE
         return spec
 
-    def _merged_with_view(self, view: int, other: int) -> KernelSpec | None:
+    def _merged_with_view(self, view: int, other: int) -> KernelSpec | Refusal:
         """The spec of view ``view`` merged into ``other``: its result stays inside when
         only broadcasts and views of ``other`` read it (a piece of a concatenate), else it
         must have one of other's shapes."""
@@ -284,9 +301,9 @@ class Partition:
             if v in self.outvars or any(self.group_of[r] != gid for r in self.readers[v])
         ]
 
-    def _reads_across(self, reader: int, source: int, spec: KernelSpec) -> bool:
-        """Whether the equations of ``reader`` that read values ``source`` computes may
-        read them inside one kernel of ``spec``."""
+    def _read_across_refusal(self, reader: int, source: int, spec: KernelSpec):
+        """Why the equations of ``reader`` that read values ``source`` computes may not
+        read them inside one kernel of ``spec``; None when they may."""
         group, produced = self.groups[reader], self.groups[source].produced
         for var in group.guarded_reads & produced:
             # A view's result is read at any index, in place: broadcasts may read it, and
@@ -294,12 +311,15 @@ class Partition:
             producer = self.eqns[self.producer[var]]
             of_view, of_indexed = is_view(producer), producer.prim.name in INDEXED
             for r in self.readers[var]:
-                if self.group_of[r] != reader or reads_across(self.eqns[r], spec):
+                if self.group_of[r] != reader:
+                    continue
+                refusal = read_across_refusal(self.eqns[r], spec)
+                if refusal is None:
                     continue
                 name = self.eqns[r].prim.name
                 if not (of_view and name == "broadcast_in_dim" or of_indexed and name in INDEXED):
-                    return False
-        return True
+                    return refusal
+        return None
 
     def _candidate(self, a: int, b: int) -> tuple | None:
         """The heap entry of merging ``a`` and ``b``, or None when it saves nothing."""
@@ -476,16 +496,19 @@ class Partition:
     # ------------------------------------------------------------------- output
 
     def build(self, counts: Counter, fuse_body) -> list[Eqn]:
-        eqns = []
+        eqns: list[Eqn] = []
+        group_of_built: list[int] = []  # the group each built equation came from
         for gid in self._topological_order():
             group = self.groups[gid]
             members = [self.eqns[i] for i in sorted(group.members)]
             if group.spec is None:
                 eqns.append(map_subjaxprs(members[0], fuse_body))
+                group_of_built.append(gid)
                 continue
             if group.spec.kind == "view":  # read by no kernel in place: copies
                 for eqn in members:
                     eqns.append(build_kernel([eqn], eqn.outputs, KernelSpec("opaque")))
+                    group_of_built.append(gid)
                     counts["opaque_kernels"] += 1
                 continue
             outputs = [
@@ -495,10 +518,32 @@ class Partition:
                 if v in self.outvars or any(self.group_of[r] != gid for r in self.readers[v])
             ]
             eqns.append(build_kernel(members, outputs, group.spec))
+            group_of_built.append(gid)
             counts[f"{group.spec.kind}_kernels"] += 1
             if len(members) > 1:
                 counts["eqns_fused"] += len(members)
+        counts.update(self.boundaries(eqns, group_of_built))
         return eqns
+
+    def boundaries(self, eqns: list[Eqn], group_of_built: list[int]) -> Counter:
+        """Why each pair of the built equations ``eqns`` (from groups ``group_of_built``)
+        in which one reads what the other writes is two kernels, counted by reason."""
+        built_producer = {v: k for k, eqn in enumerate(eqns) for v in eqn.outputs}
+        pairs = {
+            (built_producer[a], k)
+            for k, eqn in enumerate(eqns)
+            for a in _read_vars(eqn)
+            if a in built_producer
+        }
+        reasons: Counter = Counter()
+        for producer, consumer in pairs:
+            a, b = group_of_built[producer], group_of_built[consumer]
+            decision = Refusal.VIEW_COPY if a == b else self.decide(a, b)
+            if isinstance(decision, KernelSpec):
+                saves = self.bytes_saved(a, b) > 0
+                decision = Refusal.MISSED if saves else Refusal.NO_SAVING
+            reasons[decision] += 1
+        return reasons
 
     def _topological_order(self) -> list[int]:
         """Kernels in dependency order, ties in the order of their first equation."""

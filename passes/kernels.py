@@ -1,9 +1,10 @@
 """The kernel contract as code: which sets of equations make one kernel, of which kind,
 and how a set becomes a ``kernel`` equation (see ``kernel_p`` in ir/higher_order.py).
 
-``classify`` is the single place that says yes or no to a kernel: fusion asks it before
-every merge, the verifier asks it of every kernel fusion produced, and each ``None``
-comes from one named rule below.
+``decide`` is the single place that says yes or no to a kernel: fusion asks it (or its
+constant-time form ``merged_spec``) before every merge, the verifier asks it of every
+kernel fusion produced, and each no is a named ``Refusal`` (passes/refusals.py) from one
+rule below. ``classify`` is its yes-or-no form, for callers that need no reason.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..ir.core import Eqn, Jaxpr, Var, first_source_info
 from ..ir.higher_order import kernel_p
 from ..ir.primitive import Pattern
 from .cse import eliminate_common_subexpressions
+from .refusals import Refusal
 
 
 @dataclass(frozen=True)
@@ -89,30 +91,39 @@ def fusible(eqn: Eqn) -> bool:
 
 
 def classify(eqns: Sequence[Eqn]) -> KernelSpec | None:
-    """The kernel these equations (in program order) form, or None if they form none."""
+    """The kernel these equations (in program order) form, or None if they form none
+    (``decide`` says why)."""
+    spec = decide(eqns)
+    return spec if isinstance(spec, KernelSpec) else None
+
+
+def decide(eqns: Sequence[Eqn]) -> KernelSpec | Refusal:
+    """The kernel these equations (in program order) form, or why they form none."""
     if len(eqns) == 1 and (not fusible(eqns[0]) or is_view(eqns[0])):
         return KernelSpec("opaque")
-    if not eqns or not all(fusible(e) for e in eqns):
-        return None
+    if not eqns:
+        return Refusal.EMPTY
+    if not all(fusible(e) for e in eqns):
+        return Refusal.OPAQUE
     produced = {v for e in eqns for v in e.outputs}
     viewed = {v for e in eqns if is_view(e) for v in e.outputs}
     computed = [e for e in eqns if not is_view(e)]
     if not computed and not any(e.prim.name in INDEX_MAPS for e in eqns):
-        return None  # windows alone are copies: opaque kernels, one each
+        return Refusal.VIEW_COPY  # windows alone are copies: opaque kernels, one each
     if not computed:  # a pad or concatenate with the views it reads: one loop writes it
         spec = KernelSpec("elementwise", _shape(eqns[-1]))
-        return spec if views_read_memory(eqns, produced, viewed, {spec.shape}) else None
-    contractions = [e for e in eqns if e.prim.pattern is Pattern.CONTRACTION]
-    reductions = [e for e in eqns if e.prim.pattern is Pattern.REDUCTION]
-    if contractions:
-        spec = _contraction(computed, contractions, reductions, produced, viewed)
-    elif reductions:
-        spec = _reduction(computed, reductions, produced, viewed)
     else:
-        spec = _elementwise(computed, produced, viewed)
-    if spec is None or not views_read_memory(eqns, produced, viewed, _spec_shapes(spec)):
-        return None
-    return spec
+        contractions = [e for e in eqns if e.prim.pattern is Pattern.CONTRACTION]
+        reductions = [e for e in eqns if e.prim.pattern is Pattern.REDUCTION]
+        if contractions:
+            spec = _contraction(computed, contractions, reductions, produced, viewed)
+        elif reductions:
+            spec = _reduction(computed, reductions, produced, viewed)
+        else:
+            spec = _elementwise(computed, produced, viewed)
+    if isinstance(spec, Refusal):
+        return spec
+    return views_read_memory(eqns, produced, viewed, _spec_shapes(spec)) or spec
 
 
 def _spec_shapes(spec: KernelSpec) -> set:
@@ -120,12 +131,12 @@ def _spec_shapes(spec: KernelSpec) -> set:
     return {spec.shape, spec.reduced_shape} if spec.kind == "reduction" else {spec.shape}
 
 
-def views_read_memory(eqns, produced, viewed, shapes) -> bool:
+def views_read_memory(eqns, produced, viewed, shapes) -> Refusal | None:
     """The rule for views in a kernel: a window, pad or concatenate reads kernel inputs
     or other such reads of the kernel (never an array the kernel computes; its rank-0
     starts and padding value may be), a unit reshape reads a view's value, and each view
     has one of the kernel's shapes ``shapes`` unless only broadcasts and other views of
-    the kernel read it."""
+    the kernel read it. None when the views keep it, else the rule they break."""
     readers: dict = {}
     indexed = set()
     for eqn in eqns:
@@ -139,17 +150,17 @@ def views_read_memory(eqns, produced, viewed, shapes) -> bool:
         operand = eqn.inputs[0]
         if eqn.prim.name in INDEXED:
             if any(a in produced and a not in indexed for a in indexed_arrays(eqn)):
-                return False
+                return Refusal.VIEW_OF_COMPUTED
         elif operand not in viewed:
-            return False
+            return Refusal.VIEW_OF_COMPUTED
         out = eqn.outputs[0]
         if out.aval.shape not in shapes:
             inside = readers.get(out, [])
             if not inside or not all(
                 e.prim.name == "broadcast_in_dim" or is_view(e) for e in inside
             ):
-                return False
-    return True
+                return Refusal.VIEW_SHAPE
+    return None
 
 
 def _shape(eqn: Eqn) -> tuple[int, ...]:
@@ -165,41 +176,47 @@ def _broadcasts_an_input(eqn: Eqn, produced: set, viewed: set) -> bool:
     return eqn.inputs[0] not in produced or eqn.inputs[0] in viewed
 
 
-def _elementwise(eqns, produced, viewed) -> KernelSpec | None:
+def _elementwise(eqns, produced, viewed) -> KernelSpec | Refusal:
     shape = _shape(eqns[0])
     for eqn in eqns:
-        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced, viewed):
-            return None
+        if _shape(eqn) != shape:
+            return Refusal.SHAPE
+        if not _broadcasts_an_input(eqn, produced, viewed):
+            return Refusal.BROADCAST_OF_COMPUTED
     return KernelSpec("elementwise", shape)
 
 
-def _contraction(eqns, contractions, reductions, produced, viewed) -> KernelSpec | None:
-    if len(contractions) > 1 or reductions:
-        return None  # one dot_general per kernel; a reduction needs its own loop nest
+def _contraction(eqns, contractions, reductions, produced, viewed) -> KernelSpec | Refusal:
+    if len(contractions) > 1:
+        return Refusal.TWO_CONTRACTIONS
+    if reductions:
+        return Refusal.CONTRACTION_AND_REDUCTION
     dot = contractions[0]
     if any(a in produced for a in dot.inputs):
-        return None  # no prologue: the operands come from memory
+        return Refusal.CONTRACTION_PROLOGUE
     shape = _shape(dot)
     for eqn in eqns:
-        if _shape(eqn) != shape or not _broadcasts_an_input(eqn, produced, viewed):
-            return None
+        if _shape(eqn) != shape:
+            return Refusal.SHAPE
+        if not _broadcasts_an_input(eqn, produced, viewed):
+            return Refusal.BROADCAST_OF_COMPUTED
     return KernelSpec("contraction", shape)
 
 
-def _reduction(eqns, reductions, produced, viewed) -> KernelSpec | None:
+def _reduction(eqns, reductions, produced, viewed) -> KernelSpec | Refusal:
     first = reductions[0]
     spec = KernelSpec("reduction", first.inputs[0].aval.shape, reduction_axes(first))
     for eqn in reductions:
         if eqn.inputs[0].aval.shape != spec.shape or reduction_axes(eqn) != spec.axes:
-            return None  # one iteration space, one set of reduced axes
+            return Refusal.REDUCTION_SPACES  # one iteration space, one set of reduced axes
     reduced = spec.reduced_shape
     for eqn in eqns:
         if eqn.prim.pattern is Pattern.REDUCTION:
             continue
         if _shape(eqn) not in (spec.shape, reduced):
-            return None
+            return Refusal.SHAPE
         if not _broadcasts_an_input(eqn, produced, viewed) and not _broadcasts_back(eqn, spec):
-            return None
+            return Refusal.BROADCAST_OF_COMPUTED
     return spec
 
 
@@ -213,41 +230,53 @@ def _broadcasts_back(eqn: Eqn, spec: KernelSpec) -> bool:
     )
 
 
-def merged_spec(a: KernelSpec, b: KernelSpec) -> KernelSpec | None:
-    """The kernel two kernels of specs ``a`` and ``b`` make together, or None: what
-    ``classify`` says of their union, leaving aside the equations of one that read a
-    value the other computes (``reads_across``). Fusion merges with this, in time
-    independent of the kernels' sizes, instead of classifying every union anew."""
+def merged_spec(a: KernelSpec, b: KernelSpec) -> KernelSpec | Refusal:
+    """The kernel two kernels of specs ``a`` and ``b`` make together, or why none: what
+    ``decide`` says of their union, leaving aside the equations of one that read a
+    value the other computes (``read_across_refusal``). Fusion merges with this, in time
+    independent of the kernels' sizes, instead of deciding every union anew."""
     if "opaque" in (a.kind, b.kind):
-        return None
+        return Refusal.OPAQUE
     if a.kind == "elementwise" and b.kind != "elementwise":
         a, b = b, a
-    if b.kind != "elementwise":
-        same_reduction = a.kind == b.kind == "reduction" and a == b
-        return a if same_reduction else None  # one dot_general, or one reduction space
+    if b.kind != "elementwise":  # one dot_general, or one reduction space
+        if a.kind == b.kind == "reduction":
+            return a if a == b else Refusal.REDUCTION_SPACES
+        if a.kind == b.kind == "contraction":
+            return Refusal.TWO_CONTRACTIONS
+        return Refusal.CONTRACTION_AND_REDUCTION
     if a.kind == "reduction":
-        return a if b.shape in (a.shape, a.reduced_shape) else None
-    return a if b.shape == a.shape else None
+        return a if b.shape in (a.shape, a.reduced_shape) else Refusal.SHAPE
+    return a if b.shape == a.shape else Refusal.SHAPE
 
 
-def merged_with_view(view: KernelSpec, other: KernelSpec, read_by_broadcasts: bool):
+def merged_with_view(
+    view: KernelSpec, other: KernelSpec, read_by_broadcasts: bool
+) -> KernelSpec | Refusal:
     """The kernel a chain of views (a window of a kernel input, then unit reshapes; spec
-    kind "view", shape its result's) makes with a kernel ``other`` that reads it, or None:
-    ``other`` as it was, when the view has one of its shapes or only broadcasts there read
-    it (``views_read_memory``)."""
-    if other.kind in ("opaque", "view"):
-        return None
-    return other if view.shape in _spec_shapes(other) or read_by_broadcasts else None
+    kind "view", shape its result's) makes with a kernel ``other`` that reads it, or why
+    none: ``other`` as it was, when the view has one of its shapes or only broadcasts
+    there read it (``views_read_memory``)."""
+    if other.kind == "opaque":
+        return Refusal.OPAQUE
+    if other.kind == "view":
+        return Refusal.VIEW_COPY
+    return other if view.shape in _spec_shapes(other) or read_by_broadcasts else Refusal.VIEW_SHAPE
 
 
-def reads_across(eqn: Eqn, spec: KernelSpec) -> bool:
-    """Whether ``eqn`` may read a value computed in the same kernel of ``spec`` (other
-    than by a read by index arithmetic of another: ``fusion.Partition._reads_across``)."""
-    if eqn.prim.pattern is Pattern.CONTRACTION or eqn.prim.name in INDEXED:
-        return False  # no prologue: the operands (and a window's array) come from memory
+def read_across_refusal(eqn: Eqn, spec: KernelSpec) -> Refusal | None:
+    """Why ``eqn`` may not read a value computed in the same kernel of ``spec``, or None
+    when it may (a read by index arithmetic of another may, though:
+    ``fusion.Partition._read_across_refusal``)."""
+    if eqn.prim.pattern is Pattern.CONTRACTION:
+        return Refusal.CONTRACTION_PROLOGUE  # no prologue: the operands come from memory
+    if eqn.prim.name in INDEXED:
+        return Refusal.VIEW_OF_COMPUTED  # a window's array comes from memory
     if eqn.prim.name == "broadcast_in_dim":
-        return spec.kind == "reduction" and _broadcasts_back(eqn, spec)
-    return True
+        if spec.kind == "reduction" and _broadcasts_back(eqn, spec):
+            return None
+        return Refusal.BROADCAST_OF_COMPUTED
+    return None
 
 
 # ----------------------------------------------------------------------------- build

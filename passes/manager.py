@@ -2,7 +2,8 @@
 and records what each one changed.
 
 A pass is a pure function ``ClosedJaxpr -> (ClosedJaxpr, changes)``, where ``changes``
-maps what it did to how often (``{"folded": 3}``); it keeps the program's meaning. A
+maps what it did to how often (``{"folded": 3}``), and what it refused to do, keyed by
+``Refusal`` (passes/refusals.py), to how often; it keeps the program's meaning. A
 ``FixedPoint`` group reruns its passes until none of them changes anything. An
 ``Analysis`` reads the final program and leaves a result on the log (the memory plan).
 With debug checks on, the program is typechecked after every pass (and a pass's own
@@ -22,6 +23,7 @@ from ..ir.core import ClosedJaxpr
 from ..ir.errors import TypecheckError
 from ..ir.graph import jaxpr_to_dot
 from ..ir.typecheck import typecheck
+from .refusals import Refusal, counted
 
 PassFn = Callable[[ClosedJaxpr], tuple[ClosedJaxpr, dict[str, int]]]
 
@@ -61,6 +63,7 @@ class PassRecord:
     eqns_before: int  # top-level equations (a kernel counts as one)
     eqns_after: int
     seconds: float = 0.0  # the pass's own time, checks and dumps excluded
+    refusals: dict[Refusal, int] = field(default_factory=dict)  # what it declined, why
 
     @property
     def changed(self) -> bool:
@@ -69,10 +72,15 @@ class PassRecord:
     def __str__(self):
         label = f"{self.group}[{self.round}].{self.name}" if self.group else self.name
         changes = ", ".join(f"{k}={v}" for k, v in sorted(self.changes.items()) if v)
+        refused = ", ".join(f"{k}={v}" for k, v in sorted(self._refused()) if v)
         return (
             f"{self.index:02d} {label:<26} eqns {self.eqns_before:>4} -> {self.eqns_after:<4} "
             f"{self.seconds * 1e3:7.1f} ms  {changes or '-'}"
+            + (f"; refused: {refused}" if refused else "")
         )
+
+    def _refused(self):
+        return ((refusal.value, count) for refusal, count in self.refusals.items())
 
 
 @dataclass
@@ -93,6 +101,15 @@ class PassLog:
         out: dict[str, float] = {}
         for record in self.records:
             out[record.name] = out.get(record.name, 0.0) + record.seconds
+        return out
+
+    def refusals(self, name: str = "fusion") -> dict[Refusal, int]:
+        """What every run of the pass ``name`` refused, counted by reason."""
+        out: dict[Refusal, int] = {}
+        for record in self.records:
+            if record.name == name:
+                for refusal, count in record.refusals.items():
+                    out[refusal] = out.get(refusal, 0) + count
         return out
 
     def totals(self, name: str) -> dict[str, int]:
@@ -145,15 +162,17 @@ class _Runner:
         before = len(closed.jaxpr.eqns)
         start = time.perf_counter()
         result, changes = stage.run(closed)
+        refusals = counted(changes)
         record = PassRecord(
             next(self.index),
             stage.name,
             group,
             round_,
-            dict(changes),
+            {k: v for k, v in changes.items() if k not in refusals},
             before,
             len(result.jaxpr.eqns),
             time.perf_counter() - start,
+            refusals,
         )
         self.log.records.append(record)
         self.dump(stage.name, result, record)
