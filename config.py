@@ -13,6 +13,7 @@
 | NUMBAX_HEAP_TUNING         | 0: leave glibc's heap thresholds alone (backends/cpu/heap)  |
 | NUMBAX_COMPILE_WORKERS     | processes compiling kernels beside a compile (cpus - 1)     |
 | NUMBAX_MPI_CHECK           | 1: processes check each collective matches (distributed.md) |
+| NUMBAX_CUDA_NCCL           | 0: cuda collectives staged through MPI, not NCCL (CuPy)     |
 | NUMBAX_PROGRESS            | 0: no progress line on stderr during a long compile         |
 
 This module imports nothing from numbax, so every stage may read it.
@@ -69,6 +70,9 @@ class Config:
     compile_workers: int | None = field(default_factory=lambda: _count("NUMBAX_COMPILE_WORKERS"))
     # Before each collective, processes exchange what they call and raise on a mismatch.
     mpi_check: bool = field(default_factory=lambda: _flag("NUMBAX_MPI_CHECK"))
+    # The cuda backend's collectives through NCCL (CuPy) where present; off: staged
+    # through the host and MPI (backends/cuda/collectives.py).
+    cuda_nccl: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_CUDA_NCCL"))
     # A compile running past two seconds shows its progress on stderr, when stderr is a
     # terminal or compiles are logged (backends/compile_progress.py).
     progress: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_PROGRESS"))
