@@ -22,6 +22,7 @@ This module imports nothing from numbax, so every stage may read it.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
 
@@ -79,3 +80,17 @@ class Config:
 
 
 config = Config()
+
+
+def cuda_simulator() -> bool:
+    """Whether Numba's CUDA simulator is on: the one place numbax asks. Numba reads
+    ``NUMBA_ENABLE_CUDASIM`` once, when it is first imported, and its answer is the
+    switch from then on; before that, the variable as Numba will parse it (an integer,
+    anything else off)."""
+    numba_config = sys.modules.get("numba.core.config")
+    if numba_config is not None:
+        return bool(numba_config.ENABLE_CUDASIM)
+    try:
+        return bool(int(os.environ.get("NUMBA_ENABLE_CUDASIM", "0")))
+    except ValueError:
+        return False

@@ -10,7 +10,7 @@ import importlib.util
 import os
 import sys
 
-from ..config import config
+from ..config import config, cuda_simulator
 
 _MODULES = {
     "interpret": "numbax.backends.interpret",
@@ -60,7 +60,7 @@ def _gpu_visible() -> bool:
     ``import numbax``."""
     if importlib.util.find_spec("numba_cuda") is None:
         return False
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+    if cuda_simulator():
         return False
     if sys.platform == "linux" and not _nvidia_device_files():
         return False  # importing numba.cuda to learn that would cost half a second

@@ -42,8 +42,9 @@ import switches  # noqa: E402
 
 from numbax import tree_map  # noqa: E402
 from numbax.config import config as numbax_config  # noqa: E402
+from numbax.config import cuda_simulator  # noqa: E402
 
-SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+SIMULATED = cuda_simulator()
 RUN_SLOW = switches.flag("NUMBAX_TEST_SLOW")
 
 

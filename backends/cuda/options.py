@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ...config import cuda_simulator
+
 
 def simulating() -> bool:
-    """Whether Numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1`` at start-up)."""
-    from numba import config as numba_config
-
-    return bool(numba_config.ENABLE_CUDASIM)
+    """Whether Numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1`` at start-up):
+    ``config.cuda_simulator``, the one switch."""
+    return cuda_simulator()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ multi-block reductions all run.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
@@ -21,10 +20,11 @@ import pytest
 import switches
 
 import numbax
+from numbax.config import cuda_simulator
 from numbax.ir.interpret import eval_jaxpr
 from numbax.tracer import lax
 
-SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+SIMULATED = cuda_simulator()
 pytestmark = pytest.mark.skipif(
     not (SIMULATED or switches.flag("NUMBAX_TEST_GPU")),
     reason="needs NUMBA_ENABLE_CUDASIM=1 (or NUMBAX_TEST_GPU=1 on a GPU machine)",

@@ -9,15 +9,15 @@ extra (``backends/cuda/linalg.py``, ``sort.py``).
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import numpy as np
 import pytest
 import switches
 
 import numbax
+from numbax.config import cuda_simulator
 
-SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+SIMULATED = cuda_simulator()
 pytestmark = pytest.mark.skipif(
     not (SIMULATED or switches.flag("NUMBAX_TEST_GPU")),
     reason="needs NUMBA_ENABLE_CUDASIM=1 (or NUMBAX_TEST_GPU=1 on a GPU machine)",

@@ -13,7 +13,6 @@ here with NumPy standing in for CuPy, and on a GPU with CuPy for real.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import types
 
@@ -22,12 +21,13 @@ import pytest
 import switches
 
 import numbax
+from numbax.config import cuda_simulator
 from numbax.ir import dtypes
 from numbax.ir.interpret import eval_jaxpr
 from numbax.passes import narrow_floats
 
 BFLOAT16 = dtypes.bfloat16
-SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+SIMULATED = cuda_simulator()
 ON_GPU = switches.flag("NUMBAX_TEST_GPU")
 needs_bfloat16 = pytest.mark.skipif(BFLOAT16 is None, reason="bfloat16 needs ml_dtypes")
 needs_kernels = pytest.mark.skipif(

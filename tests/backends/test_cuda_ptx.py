@@ -21,9 +21,10 @@ import pytest
 import switches
 
 import numbax
+from numbax.config import cuda_simulator
 from numbax.ir import dtypes
 
-SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+SIMULATED = cuda_simulator()
 pytestmark = pytest.mark.skipif(SIMULATED, reason="PTX needs the real numba.cuda")
 
 

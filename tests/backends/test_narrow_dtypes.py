@@ -6,18 +6,17 @@ kernels compiled to PTX for sm_90."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 import switches
 
 import numbax
+from numbax.config import cuda_simulator
 from numbax.ir import dtypes
 
 BFLOAT16 = dtypes.bfloat16
 NARROW_FLOATS = [np.dtype(np.float16)] + ([BFLOAT16] if BFLOAT16 is not None else [])
-SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+SIMULATED = cuda_simulator()
 
 
 def blur_image(image):
