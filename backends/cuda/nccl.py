@@ -17,14 +17,14 @@ before and after it as a kernel would be:
 
 Types. The data-moving collectives move bytes, so every dtype moves, bfloat16 as the
 bits the device holds. A reduction reaches a backend only in a dtype MPI reduces
-(``c.REDUCIBLE``): ``numbax.distributed`` reduces float16 and bfloat16 through float32
-(and bools through integers), on every backend, so a ``psum`` gives the same bits on
-cuda as on cpu; NCCL's own float16/bfloat16 sums, rounded at every step, would not.
-Complex sums are sums of (real, imaginary) pairs. int16, uint16 and a complex max or
-min have no NCCL type and are staged.
+(``REDUCIBLE`` in ``ir/collectives.py``): ``numbax.distributed`` reduces float16 and
+bfloat16 through float32 (and bools through integers) on every backend, so a ``psum``
+gives the same bits on cuda as on cpu; NCCL's own float16/bfloat16 sums, rounded at
+every step, would not. Complex sums are sums of (real, imaginary) pairs. int16, uint16
+and a complex max or min have no NCCL type and are staged.
 
-Communicators. One NCCL communicator per MPI communicator (by its id in
-``c.COMMUNICATORS``), made at its first collective: process 0 makes the unique id, MPI
+Communicators. One NCCL communicator per MPI communicator (by its id in the registry of
+``ir/collectives.py``), made at its first collective: process 0 makes the unique id, MPI
 broadcasts it, and every process joins (``ncclCommInitRank``) on its current device. That
 is itself a collective, reached at the same point of the same program by every process;
 so is the choice of NCCL, which every process of a job makes alike as long as they have
@@ -40,7 +40,6 @@ import threading
 import numpy as np
 
 from ...config import config
-from ...ir import collectives as c
 from ...ir import dtypes
 from . import device
 from .options import simulating
@@ -93,8 +92,18 @@ def chosen(step, operands: list) -> bool:
     return name not in OPS or _reduction_type(name, step.inputs[0].aval.dtype) is not None
 
 
+def _collectives():
+    """``ir/collectives.py``, imported when a collective runs: importing it registers the
+    collectives' primitives, which a process that imports the cuda backend and not
+    ``numbax.distributed`` must not see."""
+    from ...ir import collectives
+
+    return collectives
+
+
 def communicator(comm_id: int):
     """The NCCL communicator of the processes of MPI communicator ``comm_id``."""
+    c = _collectives()
     with _MADE:
         known = _COMMUNICATORS.get(comm_id)
         if known is None:
@@ -130,7 +139,7 @@ def run(step, operands: list, stream) -> list:
     """Run the collective ``step`` through NCCL on the flat device array ``operands[0]``;
     its flat device result."""
     eqn, (x,), (aval,) = step.eqn, operands, [v.aval for v in step.outputs]
-    c.checked(eqn.prim.name, [_shaped(step.inputs[0].aval)], eqn.params)
+    _collectives().checked(eqn.prim.name, [_shaped(step.inputs[0].aval)], eqn.params)
     if aval.size == 0:  # nothing to move: no call, on any process (shapes agree)
         return [device.device_empty(0, aval.dtype, stream)]
     nccl, comm = library(), communicator(eqn.params["comm"])
@@ -138,7 +147,7 @@ def run(step, operands: list, stream) -> list:
 
 
 def _shaped(aval):
-    """A stand-in of ``aval``'s shape and dtype that owns no memory (``c.checked`` reads
+    """A stand-in of ``aval``'s shape and dtype that owns no memory (``checked`` reads
     no values)."""
     return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
 
@@ -200,7 +209,7 @@ def _all_to_all(nccl, comm, step, x, handle, stream):
 def _ppermute(nccl, comm, step, x, handle, stream):
     """``x`` to this process's destination, the result from its source, in one group;
     zeros where no process sends here (JAX's meaning)."""
-    aval, params = step.outputs[0].aval, step.eqn.params
+    aval, params, c = step.outputs[0].aval, step.eqn.params, _collectives()
     rank = c.communicator(params["comm"]).Get_rank()
     destination, source = c.ppermute_partners(params["perm"], rank)
     if source < 0:

@@ -43,3 +43,21 @@ def test_collectives_are_staged_through_the_host_without_cupy(tmp_path):
 
 def test_numbax_cuda_nccl_0_stages_them_even_with_nccl(tmp_path):
     _one_process("off", tmp_path, NUMBAX_CUDA_NCCL="0")
+
+
+def test_the_cuda_backend_registers_no_collective_until_one_runs(tmp_path):
+    """The NCCL path imports ``ir/collectives.py`` (which registers the collectives'
+    primitives) only when a collective runs, so a process that never imports
+    ``numbax.distributed`` keeps its every-primitive tables as they were."""
+    pytest.importorskip("numba.cuda")
+    script = tmp_path / "import_cuda.py"
+    script.write_text(
+        "import sys\n"
+        "import numbax.backends.cuda.control\n"
+        "import numbax.backends.cuda.nccl\n"
+        "assert 'numbax.ir.collectives' not in sys.modules\n"
+        "print('NOT REGISTERED')\n"
+    )
+    done = run_python(script, cache_dir=tmp_path, timeout=300, env=SIMULATOR)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "NOT REGISTERED" in done.stdout
