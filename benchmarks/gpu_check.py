@@ -19,6 +19,11 @@ stdout:
                program computed in float32 by NumPy (within one ulp of the narrow dtype),
                through the tiled kernels and, with CuPy, cuBLAS's tensor-core GEMM; then
                the chain's GB/s and the 4096^3 matmul's TFLOP/s against float32.
+   collectives  every collective of numbax.distributed (psum, pmax, pmin, all_gather,
+               psum_scatter, all_to_all, ppermute, broadcast) on the cuda backend in this
+               one process, against NumPy: through a one-process NCCL communicator where
+               CuPy has NCCL (recorded: the path, NCCL's version), else host-staged;
+               not run without mpi4py.
 4. benchmarks  the device's own copy bandwidth (the ceiling), the elementwise chain
                (2^26 float32), row softmax and layer norm (8192x8192 float32), the float32
                matmul (4096^3), the MLP training step and an RNN through scan (control
@@ -48,7 +53,7 @@ from pathlib import Path
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPOSITORY_ROOT / "tests"
 
-PHASES = ("device", "corpus", "residency", "narrow", "benchmarks")
+PHASES = ("device", "corpus", "residency", "narrow", "collectives", "benchmarks")
 BENCHMARKS = [
     "bandwidth",
     "chain",
@@ -71,6 +76,7 @@ TINY_SIZES = {
     "rnn": (3, 5, 6, 4),
     "narrow_chain": 300,
     "narrow_matmul": 9,
+    "collectives": 24,
 }
 GPU_NARROW_SIZES = {"narrow_chain": 1 << 26, "narrow_matmul": 4096}
 F32_TOLERANCE, F64_TOLERANCE = 1e-6, 1e-12
@@ -351,6 +357,54 @@ def check_narrow_floats(simulated: bool) -> dict:
     return outcome
 
 
+def check_collectives(simulated: bool) -> dict:
+    """Every collective on the device in this one process (a communicator of one: each
+    is the identity, or a stack of one), against NumPy; which path ran them."""
+    import importlib.util
+
+    if importlib.util.find_spec("mpi4py") is None:
+        return {"not_run": "mpi4py is not installed: pip install 'numbax[mpi]'"}
+    import numpy as np
+
+    import numbax
+    import numbax.distributed as nd
+    from numbax.backends.cuda import nccl
+    from numbax.config import config
+
+    size = TINY_SIZES["collectives"] if simulated else 1 << 22  # float32: 16 MiB
+    x = np.linspace(-1.0, 1.0, size, dtype=np.float32).reshape(4, size // 4)
+    cases = {
+        "psum": (nd.psum, x),
+        "pmax": (nd.pmax, x),
+        "pmin": (nd.pmin, x),
+        "all_gather": (nd.all_gather, x[None]),
+        "psum_scatter": (lambda v: nd.psum_scatter(v, tiled=True), x),
+        "all_to_all": (lambda v: nd.all_to_all(v, None, 0, 0, tiled=True), x),
+        "ppermute": (lambda v: nd.ppermute(v, [(0, 0)]), x),
+        "broadcast": (lambda v: nd.broadcast(v, root=0), x),
+    }
+    library = nccl.library()
+    result = {
+        "processes": nd.process_count(),
+        "path": "nccl" if library is not None and config.cuda_nccl else "staged",
+        "nccl_version": library.get_version() if library is not None else None,
+        "collectives": {},
+    }
+    for name, (collective, expected) in cases.items():
+        try:
+            got = numbax.jit(collective, backend="cuda")(x).copy_to_host()
+            np.testing.assert_array_equal(got, expected)
+            result["collectives"][name] = "ok"
+        except Exception as error:  # noqa: BLE001 - recorded, then the phase fails
+            result["collectives"][name] = f"FAILED: {_first_line(error)}"
+    result["nccl_communicators"] = len(nccl._COMMUNICATORS)
+    progress(f"collectives: {result}")
+    failed = [n for n, outcome in result["collectives"].items() if outcome != "ok"]
+    assert not failed, f"collectives failed: {failed}: {result}"
+    assert result["path"] == "staged" or result["nccl_communicators"] == 1, result
+    return result
+
+
 def _narrow_speed(n: int, side: int, cublas: bool, repeats: int) -> dict:
     """GB/s of the chain and TFLOP/s of the matmul, per dtype (medians of ``repeats``)."""
     import numpy as np
@@ -558,6 +612,7 @@ def main(argv=None) -> int:
     run_phase(summary, "corpus", skip, lambda: run_corpus(args))
     run_phase(summary, "residency", skip, check_residency)
     run_phase(summary, "narrow", skip, lambda: check_narrow_floats(args.simulate_tiny))
+    run_phase(summary, "collectives", skip, lambda: check_collectives(args.simulate_tiny))
     run_phase(summary, "benchmarks", skip, lambda: run_benchmarks(args))
     timer.cancel()
     lines = write_summary(summary, args.outdir, started)
