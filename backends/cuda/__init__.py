@@ -23,9 +23,9 @@ from numba.cuda.cudadrv.error import CudaSupportError
 from ...ir.core import ClosedJaxpr
 from ...ir.errors import MissingDependencyError
 from ...passes import optimize
-from ..compile_stats import CompileStats, Stopwatch
+from ..compile_stats import Stopwatch
 from .launcher import CudaExecutable
-from .loader import cache_outcome, is_compiled
+from .loader import compile_stats
 from .options import CudaOptions
 from .program import CudaProgram, build_program
 
@@ -65,7 +65,6 @@ class CudaBackend:
         optimize_s = clock.lap()
         program = build_program(fused, name, self.options)
         codegen_s = clock.lap()
-        in_memory = is_compiled(program)
         try:
             executable = CudaExecutable(program, writes)
         except CudaSupportError as error:
@@ -75,8 +74,8 @@ class CudaBackend:
                 f"({found}). Run on the CPU with jit(..., backend='cpu'), or set "
                 "NUMBA_ENABLE_CUDASIM=1 for Numba's CUDA simulator (slow, for tests)."
             ) from error
-        outcome = "memory" if in_memory else cache_outcome(executable.kernels)
-        executable.compile_stats = CompileStats(optimize_s, codegen_s, clock.lap(), outcome)
+        counts = executable.kernel_counts
+        executable.compile_stats = compile_stats(optimize_s, codegen_s, clock.lap(), counts)
         return executable
 
 

@@ -49,7 +49,9 @@ class CudaExecutable:
         self._copies = ResultCopies(block.jaxpr, block.liveness.storage, writes)
         self.source = program.source
         self.executions = 0
-        self.kernels, self.epilogues = program_kernels(program)
+        compiled = program_kernels(program)
+        self.kernels, self.epilogues = compiled.kernels, compiled.epilogues
+        self.kernel_counts = compiled.counts  # its distinct kernels by outcome (loader)
         self._plans = {id(block): block.plan for block in _blocks(program.block)}
         self._workspace = None  # planned buffers, scratch and constants, on first call
         self._launchers = None

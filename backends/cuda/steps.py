@@ -107,4 +107,11 @@ class CudaProgram:
 
     @property
     def module_name(self) -> str:
+        """The name of the whole program's module (``source``), which ``ptx`` loads."""
         return loader.module_name(escape.identifier(self.name), self.source)
+
+    @property
+    def units(self) -> list[loader.Unit]:
+        """The distinct kernels the program compiles, each a unit of its own keyed by what
+        it computes (``loader.Unit``), in launch order: identical kernels are one."""
+        return loader.program_units(self)
