@@ -3,8 +3,10 @@
 Every process runs the same script on its own shard of the data (``mpiexec -n 4 python
 train.py``); collectives combine what the processes hold. They are primitives of the IR
 (``ir/collectives.py``), so they compile into the program (the cpu backend calls MPI from
-inside the compiled code, ``backends/cpu/collectives.py``), differentiate
-(``transforms/collective_rules.py``) and batch like any other. See docs/distributed.md.
+inside the compiled code, ``backends/cpu/collectives.py``; the cuda backend calls NCCL
+through CuPy where present, else stages through MPI, ``backends/cuda/collectives.py``),
+differentiate (``transforms/collective_rules.py``) and batch like any other. See
+docs/distributed.md.
 
 >>> import numpy as np, numbax, numbax.distributed as nd
 >>> step = numbax.jit(lambda g: nd.pmean(g))

@@ -212,8 +212,24 @@ def check_a_second_communicator() -> None:
         assert len(nccl._COMMUNICATORS) == 2
 
 
+def check_real_nccl_is_not_given_simulated_memory() -> None:
+    """Under the simulator, device memory is host memory: a NCCL module that does not
+    say it works on that (CuPy's real one) is not called."""
+    if MODE != "nccl":
+        return
+    fake_nccl.simulated = False
+    try:
+        start, staged = len(LOG), len(STAGED)
+        run = numbax.jit(lambda x: nd.psum(x) * 3.0, backend="cuda")
+        np.testing.assert_array_equal(run(EVERYONE[RANK]).copy_to_host(), 3 * sum(EVERYONE))
+        assert LOG[start:] == [] and STAGED[staged:] == ["psum"], (LOG[start:], STAGED)
+    finally:
+        fake_nccl.simulated = True
+
+
 check_every_collective()
 check_gradients()
 check_dtypes()
 check_a_second_communicator()
+check_real_nccl_is_not_given_simulated_memory()
 print("CUDA NCCL CHECKS PASSED")

@@ -25,6 +25,7 @@ import numpy as np
 from mpi4py import MPI
 
 available = True
+simulated = True  # works on the simulator's device memory (host memory), as NCCL cannot
 NCCL_SUM, NCCL_PROD, NCCL_MAX, NCCL_MIN, NCCL_AVG = range(5)
 (
     NCCL_INT8,
