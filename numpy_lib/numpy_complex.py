@@ -19,30 +19,22 @@ from ..tracer.core import Tracer
 from ..tracer.lax_complex import conj, imag_part, make_complex, real_part  # noqa: F401 - cx.* names
 from ..tracer.promote import asarray, operand, promote_and_broadcast, result_type, shape_of
 from . import ufuncs
+from .registry import implements
 
 FUNCTIONS: dict = {}
 UFUNCS: dict = {}
 
 
-def _register(table, *names):
-    def register(fn):
-        for name in names:
-            table[name] = fn
-        return fn
-
-    return register
-
-
 # --- NumPy's functions -------------------------------------------------------------------
 
 
-@_register(FUNCTIONS, "real")
+@implements(FUNCTIONS, "real")
 def real(val):
     x = asarray(val)
     return real_part(x) if dtypes.is_complex(x.dtype) else x
 
 
-@_register(FUNCTIONS, "imag")
+@implements(FUNCTIONS, "imag")
 def imag(val):
     x = asarray(val)
     if dtypes.is_complex(x.dtype):
@@ -50,14 +42,14 @@ def imag(val):
     return lax.full(shape_of(x), 0, x.dtype)
 
 
-@_register(UFUNCS, "conjugate", "conj")
+@implements(UFUNCS, "conjugate", "conj")
 def conjugate(x):
     x = operand(x)
     (x,), _ = promote_and_broadcast(x, dtype=ufuncs.arithmetic_dtype(x), operation="conj")
     return conj(x) if dtypes.is_complex(x.dtype) else x
 
 
-@_register(FUNCTIONS, "angle")
+@implements(FUNCTIONS, "angle")
 def angle(z, deg=False):
     """``atan2(imag, real)``: of a real number 0 or pi, as NumPy's."""
     z = asarray(z)
@@ -68,7 +60,7 @@ def angle(z, deg=False):
     return ufuncs.multiply(result, 180 / math.pi) if deg else result
 
 
-@_register(FUNCTIONS, "real_if_close")
+@implements(FUNCTIONS, "real_if_close")
 def real_if_close(a, tol=100):
     """Real when every imaginary part is within ``tol`` machine epsilons of 0; that is a
     data-dependent dtype, so only a real operand (returned as it is) is traced."""
@@ -87,7 +79,7 @@ def real_if_close(a, tol=100):
     return np.real_if_close(x, tol) if dtypes.is_complex(x.dtype) else x
 
 
-@_register(FUNCTIONS, "isreal")
+@implements(FUNCTIONS, "isreal")
 def isreal(x):
     x = asarray(x)
     if dtypes.is_complex(x.dtype):
@@ -95,7 +87,7 @@ def isreal(x):
     return lax.full(shape_of(x), True, dtypes.bool_)
 
 
-@_register(FUNCTIONS, "iscomplex")
+@implements(FUNCTIONS, "iscomplex")
 def iscomplex(x):
     x = asarray(x)
     if dtypes.is_complex(x.dtype):
@@ -103,11 +95,11 @@ def iscomplex(x):
     return lax.full(shape_of(x), False, dtypes.bool_)
 
 
-@_register(FUNCTIONS, "iscomplexobj")
+@implements(FUNCTIONS, "iscomplexobj")
 def iscomplexobj(x):
     return dtypes.is_complex(result_type(operand(x)))
 
 
-@_register(FUNCTIONS, "isrealobj")
+@implements(FUNCTIONS, "isrealobj")
 def isrealobj(x):
     return not iscomplexobj(x)

@@ -31,19 +31,12 @@ from ..tracer import lax
 from ..tracer.promote import operand, promote_and_broadcast, result_type
 from ..tracer.source_info import user_frame_info
 from . import ufuncs
+from .registry import implements
 from .ufuncs import inexact_dtype, typed_constant
 
 UFUNCS: dict = {}
 FUNCTIONS: dict = {}
 EXPONENT_DTYPE = dtypes.int32  # frexp's exponents, as NumPy's (C's int)
-
-
-def _register(name):
-    def register(fn):
-        UFUNCS[name] = fn
-        return fn
-
-    return register
 
 
 def _type_error(message: str) -> NumbaxTypeError:
@@ -114,7 +107,7 @@ def _step_above(e, dtype):
     )
 
 
-@_register("frexp")
+@implements(UFUNCS, "frexp")
 def frexp(x):
     """``(mantissa, exponent)`` with ``x == mantissa * 2**exponent``, ``0.5 <= |mantissa|
     < 1``; 0, inf and NaN are their own mantissa, with exponent 0."""
@@ -123,7 +116,7 @@ def frexp(x):
     return m, _as(e, EXPONENT_DTYPE)
 
 
-@_register("ldexp")
+@implements(UFUNCS, "ldexp")
 def ldexp(x1, x2):
     """``x1 * 2**x2``, rounded once; ``x2`` must be an integer, as NumPy's."""
     x, n = operand(x1), operand(x2)
@@ -147,7 +140,7 @@ def ldexp(x1, x2):
     return lax.select(ordinary, _times_power_of_two(m, lax.add(e, n)), x)
 
 
-@_register("spacing")
+@implements(UFUNCS, "spacing")
 def spacing(x):
     """The distance from ``x`` to the next float away from zero, with ``x``'s sign (the
     smallest subnormal at 0, inf beyond the largest float, NaN at inf and NaN)."""
@@ -165,7 +158,7 @@ def spacing(x):
     return lax.select(zero, typed_constant(info.smallest_subnormal, dtype), nonzero)
 
 
-@_register("nextafter")
+@implements(UFUNCS, "nextafter")
 def nextafter(x1, x2):
     """The float after ``x1`` towards ``x2`` (``x2`` itself when they are equal)."""
     dtype = _real_float_dtype("nextafter", operand(x1), operand(x2))

@@ -30,15 +30,11 @@ from ..tracer.lax_complex import conj, fft_primitive
 from ..tracer.promote import asarray, normalize_axes, normalize_axis
 from ..tracer.source_info import error_at_user_line as _error
 from .numpy_construction import roll
+from .registry import implements
 
 FUNCTIONS: dict = {}
 NORMS = (None, "backward", "ortho", "forward")
 _MAX_AXES = 3  # the primitive transforms one to three trailing axes
-
-
-def _register(fn):
-    FUNCTIONS[fn.__name__] = fn
-    return fn
 
 
 # --- operands ------------------------------------------------------------------------------
@@ -166,32 +162,32 @@ def _c2c(a, s, axes, norm, inverse: bool, name: str):
     return _scaled(x, norm, math.prod(s), inverse)
 
 
-@_register
+@implements(FUNCTIONS)
 def fft(a, n=None, axis=-1, norm=None, out=None):
     return _written(_c2c(a, None if n is None else (n,), (axis,), norm, False, "fft"), out, "fft")
 
 
-@_register
+@implements(FUNCTIONS)
 def ifft(a, n=None, axis=-1, norm=None, out=None):
     return _written(_c2c(a, None if n is None else (n,), (axis,), norm, True, "ifft"), out, "ifft")
 
 
-@_register
+@implements(FUNCTIONS)
 def fftn(a, s=None, axes=None, norm=None, out=None):
     return _written(_c2c(a, s, axes, norm, False, "fftn"), out, "fftn")
 
 
-@_register
+@implements(FUNCTIONS)
 def ifftn(a, s=None, axes=None, norm=None, out=None):
     return _written(_c2c(a, s, axes, norm, True, "ifftn"), out, "ifftn")
 
 
-@_register
+@implements(FUNCTIONS)
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _written(_c2c(a, s, axes, norm, False, "fft2"), out, "fft2")
 
 
-@_register
+@implements(FUNCTIONS)
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _written(_c2c(a, s, axes, norm, True, "ifft2"), out, "ifft2")
 
@@ -236,32 +232,32 @@ def _c2r(a, s, axes, norm, name: str, default_axes=None):
     return _scaled(y, norm, math.prod(s), True)
 
 
-@_register
+@implements(FUNCTIONS)
 def rfft(a, n=None, axis=-1, norm=None, out=None):
     return _written(_r2c(a, None if n is None else (n,), (axis,), norm, "rfft"), out, "rfft")
 
 
-@_register
+@implements(FUNCTIONS)
 def irfft(a, n=None, axis=-1, norm=None, out=None):
     return _written(_c2r(a, None if n is None else (n,), (axis,), norm, "irfft"), out, "irfft")
 
 
-@_register
+@implements(FUNCTIONS)
 def rfftn(a, s=None, axes=None, norm=None, out=None):
     return _written(_r2c(a, s, axes, norm, "rfftn"), out, "rfftn")
 
 
-@_register
+@implements(FUNCTIONS)
 def irfftn(a, s=None, axes=None, norm=None, out=None):
     return _written(_c2r(a, s, axes, norm, "irfftn"), out, "irfftn")
 
 
-@_register
+@implements(FUNCTIONS)
 def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _written(_r2c(a, s, axes, norm, "rfft2"), out, "rfft2")
 
 
-@_register
+@implements(FUNCTIONS)
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _written(_c2r(a, s, axes, norm, "irfft2"), out, "irfft2")
 
@@ -277,7 +273,7 @@ def _swapped(norm, name: str):
     return _SWAPPED_NORMS[norm]
 
 
-@_register
+@implements(FUNCTIONS)
 def hfft(a, n=None, axis=-1, norm=None, out=None):
     """The real spectrum of a signal with Hermitian symmetry, given by its first half:
     ``irfft(conj(a))`` scaled as a forward transform; ``n`` defaults to
@@ -287,7 +283,7 @@ def hfft(a, n=None, axis=-1, norm=None, out=None):
     return _written(_c2r(x, s, (axis,), _swapped(norm, "hfft"), "hfft"), out, "hfft")
 
 
-@_register
+@implements(FUNCTIONS)
 def ihfft(a, n=None, axis=-1, norm=None, out=None):
     """The inverse of ``hfft``: ``conj(rfft(a))`` scaled as an inverse transform, the
     ``n // 2 + 1`` coefficients of a real signal's Hermitian spectrum."""
@@ -311,14 +307,14 @@ def _frequencies(integers: np.ndarray, n: int, d):
     )
 
 
-@_register
+@implements(FUNCTIONS)
 def fftfreq(n, d=1.0, device=None):
     n = int(n)
     integers = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
     return _frequencies(integers.astype(np.float64), n, d)
 
 
-@_register
+@implements(FUNCTIONS)
 def rfftfreq(n, d=1.0, device=None):
     n = int(n)
     return _frequencies(np.arange(0, n // 2 + 1, dtype=np.float64), n, d)
@@ -331,11 +327,11 @@ def _shift(x, axes, name: str, direction: int):
     return roll(x, shifts, axes) if axes else x
 
 
-@_register
+@implements(FUNCTIONS)
 def fftshift(x, axes=None):
     return _shift(x, axes, "fftshift", 1)
 
 
-@_register
+@implements(FUNCTIONS)
 def ifftshift(x, axes=None):
     return _shift(x, axes, "ifftshift", -1)

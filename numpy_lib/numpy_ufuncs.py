@@ -42,19 +42,11 @@ from ..tracer.core import Tracer
 from ..tracer.promote import asarray, operand, promote_and_broadcast, result_type
 from ..tracer.source_info import user_frame_info
 from . import complex_arctrig, complex_math, ufuncs
+from .registry import implements
 from .ufuncs import arithmetic_dtype, inexact_dtype, typed_constant
 
 FUNCTIONS: dict = {}
 UFUNCS: dict = {}
-
-
-def _register(table, *names):
-    def register(fn):
-        for name in names:
-            table[name] = fn
-        return fn
-
-    return register
 
 
 def _refuse_complex(dtype, name):
@@ -123,28 +115,28 @@ def _sqrt_one_minus_square(x):
 # Inverse trigonometric and hyperbolic functions
 
 
-@_register(UFUNCS, "arcsin", "asin")
+@implements(UFUNCS, "arcsin", "asin")
 @_or_complex(complex_arctrig.arcsin)
 def arcsin(x):
     x = _real_float(x, "arcsin")
     return lax.atan2(x, _sqrt_one_minus_square(x))
 
 
-@_register(UFUNCS, "arccos", "acos")
+@implements(UFUNCS, "arccos", "acos")
 @_or_complex(complex_arctrig.arccos)
 def arccos(x):
     x = _real_float(x, "arccos")
     return lax.atan2(_sqrt_one_minus_square(x), x)
 
 
-@_register(UFUNCS, "arctan", "atan")
+@implements(UFUNCS, "arctan", "atan")
 @_or_complex(complex_arctrig.arctan)
 def arctan(x):
     x = _real_float(x, "arctan")
     return lax.atan2(x, typed_constant(1, x.dtype))
 
 
-@_register(UFUNCS, "arcsinh", "asinh")
+@implements(UFUNCS, "arcsinh", "asinh")
 @_or_complex(complex_arctrig.arcsinh)
 def arcsinh(x):
     """``log1p(a + a*a / (1 + sqrt(1 + a*a)))`` for ``a = |x|`` (no cancellation for small
@@ -169,7 +161,7 @@ def arcsinh(x):
     return lax.select(tiny, x, _odd(magnitude, x, lax.lt(x, typed_constant(0, dtype))))
 
 
-@_register(UFUNCS, "arccosh", "acosh")
+@implements(UFUNCS, "arccosh", "acosh")
 @_or_complex(complex_arctrig.arccosh)
 def arccosh(x):
     """``log1p(t + sqrt(t) * sqrt(t + 2))`` for ``t = x - 1`` (exact near 1, where the
@@ -185,7 +177,7 @@ def arccosh(x):
     return lax.select(is_large, far, near)
 
 
-@_register(UFUNCS, "arctanh", "atanh")
+@implements(UFUNCS, "arctanh", "atanh")
 @_or_complex(complex_arctrig.arctanh)
 def arctanh(x):
     """``(log1p(x) - log1p(-x)) / 2``: exact near +-1 (``1 - x`` is computed exactly inside
@@ -199,7 +191,7 @@ def arctanh(x):
 # Roots, hypot, angles
 
 
-@_register(UFUNCS, "cbrt")
+@implements(UFUNCS, "cbrt")
 def cbrt(x):
     """``|x| ** (1/3)`` sharpened by one Newton step (the rounded exponent alone is off by
     up to ``ln|x| * 2**-54`` relatively, tens of ulps), with the sign of ``x``."""
@@ -222,7 +214,7 @@ def cbrt(x):
     return _odd(magnitude, x, ufuncs.negative_sign(x))
 
 
-@_register(UFUNCS, "hypot")
+@implements(UFUNCS, "hypot")
 def hypot(x, y):
     """``|m| * sqrt(1 + (n/m)**2)`` with ``m`` the operand larger in magnitude: no overflow
     or underflow in between; an infinity wins over a NaN, as in C."""
@@ -262,11 +254,11 @@ def _scale_by(factors, name):
 
 _DEGREE = {dtypes.float64: math.pi / 180, dtypes.float32: np.float32(np.pi) / np.float32(180)}
 _RADIAN = {dtypes.float64: 180 / math.pi, dtypes.float32: np.float32(180) / np.float32(np.pi)}
-UFUNCS["deg2rad"] = UFUNCS["radians"] = deg2rad = radians = _scale_by(_DEGREE, "deg2rad")
-UFUNCS["rad2deg"] = UFUNCS["degrees"] = rad2deg = degrees = _scale_by(_RADIAN, "rad2deg")
+deg2rad = radians = implements(UFUNCS, "deg2rad", "radians")(_scale_by(_DEGREE, "deg2rad"))
+rad2deg = degrees = implements(UFUNCS, "rad2deg", "degrees")(_scale_by(_RADIAN, "rad2deg"))
 
 
-@_register(FUNCTIONS, "sinc")
+@implements(FUNCTIONS, "sinc")
 def sinc(x):
     """``sin(pi x) / (pi x)`` as NumPy computes it, and near 0 its Taylor series, whose
     derivatives of every order are right at 0 (NumPy swaps in ``x = 1e-20`` there)."""
@@ -292,7 +284,7 @@ def sinc(x):
 # Rounding toward zero
 
 
-@_register(UFUNCS, "trunc")
+@implements(UFUNCS, "trunc")
 def trunc(x):
     (x,), _ = promote_and_broadcast(x, operation="trunc")
     if dtypes.is_complex(x.dtype):
@@ -302,12 +294,12 @@ def trunc(x):
     return lax.select(lax.lt(x, typed_constant(0, x.dtype)), lax.ceil(x), lax.floor(x))
 
 
-@_register(FUNCTIONS, "fix")
+@implements(FUNCTIONS, "fix")
 def fix(x, out=None):
     return _maybe_out(trunc(x), out, "fix")
 
 
-@_register(UFUNCS, "modf")
+@implements(UFUNCS, "modf")
 def modf(x):
     """(fractional part, integral part), each with the sign of ``x``; ``modf(inf)`` is
     ``(0.0, inf)``."""
@@ -317,12 +309,12 @@ def modf(x):
     return _with_sign_of(part, x), whole
 
 
-@_register(UFUNCS, "divmod")
+@implements(UFUNCS, "divmod")
 def divmod(x, y):  # noqa: A001 - NumPy's name
     return ufuncs.floor_divide(x, y), ufuncs.remainder(x, y)
 
 
-@_register(UFUNCS, "float_power")
+@implements(UFUNCS, "float_power")
 def float_power(x, y):
     """``power`` computed in float64, or complex128 for complex operands."""
     complex_operands = dtypes.is_complex(result_type(operand(x), operand(y)))
@@ -350,11 +342,11 @@ def _nan_ignoring(prim_fn, complex_fn, name):
     return fn
 
 
-UFUNCS["fmax"] = fmax = _nan_ignoring(lax.max, complex_math.fmax, "fmax")
-UFUNCS["fmin"] = fmin = _nan_ignoring(lax.min, complex_math.fmin, "fmin")
+fmax = implements(UFUNCS, "fmax")(_nan_ignoring(lax.max, complex_math.fmax, "fmax"))
+fmin = implements(UFUNCS, "fmin")(_nan_ignoring(lax.min, complex_math.fmin, "fmin"))
 
 
-@_register(UFUNCS, "signbit")
+@implements(UFUNCS, "signbit")
 def signbit(x):
     return ufuncs.negative_sign(_real_float(x, "signbit"))
 
@@ -364,14 +356,14 @@ def _with_sign_of(x, sign_source):
     return lax.select(flip, lax.neg(x), x)
 
 
-@_register(UFUNCS, "copysign")
+@implements(UFUNCS, "copysign")
 def copysign(x, y):
     """``x`` negated where its sign differs from ``y``'s (derivative +-1, at 0 too)."""
     x, y = _float_binary(x, y, "copysign")
     return _with_sign_of(x, y)
 
 
-@_register(UFUNCS, "heaviside")
+@implements(UFUNCS, "heaviside")
 def heaviside(x, h0):
     """0 below 0, ``h0`` at 0, 1 above; NaN stays NaN."""
     x, h0 = _float_binary(x, h0, "heaviside")
@@ -381,7 +373,7 @@ def heaviside(x, h0):
     return lax.select(lax.lt(x, zero), zero, above)
 
 
-@_register(UFUNCS, "logaddexp2")
+@implements(UFUNCS, "logaddexp2")
 def logaddexp2(x, y):
     """``log2(2**x + 2**y)`` as NumPy: the larger plus ``log2(1 + 2**(smaller - larger))``;
     chosen by a select so every derivative is exact at ``x == y`` (see ``logaddexp``)."""
@@ -402,17 +394,17 @@ def logaddexp2(x, y):
 # NaN and infinity tests and replacement
 
 
-@_register(FUNCTIONS, "isposinf")
+@implements(FUNCTIONS, "isposinf")
 def isposinf(x, out=None):
     return _maybe_out(ufuncs.equal(operand(x), np.inf), out, "isposinf")
 
 
-@_register(FUNCTIONS, "isneginf")
+@implements(FUNCTIONS, "isneginf")
 def isneginf(x, out=None):
     return _maybe_out(ufuncs.equal(operand(x), -np.inf), out, "isneginf")
 
 
-@_register(FUNCTIONS, "nan_to_num")
+@implements(FUNCTIONS, "nan_to_num")
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN -> ``nan``, inf -> ``posinf`` (the dtype's largest by default), -inf ->
     ``neginf`` (its most negative); other dtypes unchanged. ``copy=False`` writes the
@@ -480,14 +472,14 @@ def _gcd_of_magnitudes(a, b):
     return while_loop(running, step, (a, b))[0]
 
 
-@_register(UFUNCS, "gcd")
+@implements(UFUNCS, "gcd")
 def gcd(x1, x2):
     """The greatest common divisor of ``|x1|`` and ``|x2|``; ``gcd(0, 0)`` is 0."""
     a, b, dtype = _integer_operands(x1, x2, "gcd")
     return lax.convert_element_type(_gcd_of_magnitudes(_unsigned(a), _unsigned(b)), dtype)
 
 
-@_register(UFUNCS, "lcm")
+@implements(UFUNCS, "lcm")
 def lcm(x1, x2):
     """``|x1| // gcd * |x2|`` (divided first, as NumPy, so it overflows only where the
     result does); 0 where either is 0."""
