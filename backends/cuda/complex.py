@@ -204,9 +204,9 @@ def add_complex_cases(rules) -> None:
     """Give each real rule of ``rules`` (the scalar rule table) its complex case, and add
     the rules of the complex primitives."""
     for name, complex_rule in COMPLEX_RULES.items():
-        rules[name] = _complex_or_real(complex_rule, rules[name])
-    rules["convert_element_type"] = _convert(rules["convert_element_type"])
-    rules["real"] = _part("real")
-    rules["imag"] = _part("imag")
-    rules["conj"] = _conj
-    rules["complex"] = _complex
+        rules.rule(name, replace=True)(_complex_or_real(complex_rule, rules[name]))
+    rules.rule("convert_element_type", replace=True)(_convert(rules["convert_element_type"]))
+    rules.rule("real")(_part("real"))
+    rules.rule("imag")(_part("imag"))
+    rules.rule("conj")(_conj)
+    rules.rule("complex")(_complex)

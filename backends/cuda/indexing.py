@@ -1,4 +1,4 @@
-"""Data-movement primitives as index maps: one rule per primitive, keyed by its name.
+"""Data-movement primitives as index maps: one rule per primitive.
 
 A rule answers "what is this eqn's output at ``index``?" by mapping the index to its
 operands' indices and asking the writer for their values. Broadcasts, reshapes,
@@ -14,19 +14,12 @@ These rules make a data-movement op one thread per output element when it runs a
 from __future__ import annotations
 
 from ...ir import dtypes
+from ...ir.rules import RuleTable, any_primitive
 from .scalar import cast, constant
 from .writer import SCALAR, Index
 
-INDEX_RULES: dict = {}
-
-
-def _rule(*names):
-    def register(fn):
-        for name in names:
-            INDEX_RULES[name] = fn
-        return fn
-
-    return register
+# Optional: a data-movement primitive without an index map runs as a kernel of its own.
+INDEX_RULES = RuleTable("cuda index maps", not_applicable=any_primitive)
 
 
 def parenthesize(expr: str) -> str:
@@ -39,7 +32,7 @@ def offset(expr: str, add: int) -> str:
     return f"{parenthesize(expr)} + {add}" if add > 0 else f"{parenthesize(expr)} - {-add}"
 
 
-@_rule("broadcast_in_dim")
+@INDEX_RULES.rule("broadcast_in_dim")
 def _broadcast_in_dim(w, eqn, index):
     (x,) = eqn.inputs
     if x.aval.shape == index.shape:
@@ -54,7 +47,7 @@ def _broadcast_in_dim(w, eqn, index):
     return w.value(x, Index(x.aval.shape, dims=inner))
 
 
-@_rule("reshape", "squeeze", "expand_dims")
+@INDEX_RULES.rule("reshape", "squeeze", "expand_dims")
 def _reshape(w, eqn, index):
     """Same elements in the same (C) order: the flat position carries over. When only
     size-1 axes differ, the other axes' indices carry over one to one."""
@@ -70,7 +63,7 @@ def _reshape(w, eqn, index):
     return w.value(x, Index(shape, flat=w.flat(index)))
 
 
-@_rule("transpose")
+@INDEX_RULES.rule("transpose")
 def _transpose(w, eqn, index):
     (x,) = eqn.inputs
     permutation = eqn.params["permutation"]
@@ -83,7 +76,7 @@ def _transpose(w, eqn, index):
     return w.value(x, Index(x.aval.shape, dims=tuple(inner)))
 
 
-@_rule("slice")
+@INDEX_RULES.rule("slice")
 def _slice(w, eqn, index):
     (x,) = eqn.inputs
     dims = w.dims(index)
@@ -96,7 +89,7 @@ def _slice(w, eqn, index):
     return w.value(x, Index(x.aval.shape, dims=tuple(inner)))
 
 
-@_rule("pad")
+@INDEX_RULES.rule("pad")
 def _pad(w, eqn, index):
     x, padding_value = eqn.inputs
     pad = w.value(padding_value, SCALAR)
@@ -120,7 +113,7 @@ def _pad(w, eqn, index):
     return result
 
 
-@_rule("concatenate")
+@INDEX_RULES.rule("concatenate")
 def _concatenate(w, eqn, index):
     axis = eqn.params["dimension"]
     parts, at = [], 0
@@ -156,7 +149,7 @@ def _clamp(w, expr: str, high: int) -> str:
     return name
 
 
-@_rule("gather")
+@INDEX_RULES.rule("gather")
 def _gather(w, eqn, index):
     x, indices = eqn.inputs
     axis, depth = eqn.params["axis"], indices.aval.ndim
@@ -176,7 +169,7 @@ def clamped_starts(w, starts, sizes, shape) -> list[str]:
     ]
 
 
-@_rule("dynamic_slice")
+@INDEX_RULES.rule("dynamic_slice")
 def _dynamic_slice(w, eqn, index):
     x, *starts = eqn.inputs
     dims = w.dims(index)
@@ -185,7 +178,7 @@ def _dynamic_slice(w, eqn, index):
     return w.value(x, Index(x.aval.shape, dims=inner))
 
 
-@_rule("dynamic_update_slice")
+@INDEX_RULES.rule("dynamic_update_slice")
 def _dynamic_update_slice(w, eqn, index):
     x, update, *starts = eqn.inputs
     if update.aval.size == 0:
@@ -206,7 +199,7 @@ def _dynamic_update_slice(w, eqn, index):
     return result
 
 
-@_rule("iota")
+@INDEX_RULES.rule("iota")
 def _iota(w, eqn, index):
     dtype = eqn.params["dtype"]
     position = w.dims(index)[eqn.params["dimension"]]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import dtypes
+from ...ir.primitive import Pattern
+from ...ir.rules import RuleTable
 from .. import source as escape
 from .complex import add_complex_cases
 from .narrow_floats import is_held_as_bits
@@ -29,45 +31,41 @@ def _is_float(eqn) -> bool:
 
 # --- the rule table ---------------------------------------------------------------------
 
-SCALAR_RULES: dict = {}
-
-
-def _rule(*names):
-    def register(fn):
-        for name in names:
-            SCALAR_RULES[name] = fn
-        return fn
-
-    return register
+# Every elementwise primitive has one (the other primitives are index maps, kernels of
+# their own or host steps).
+SCALAR_RULES = RuleTable(
+    "cuda scalar rules", not_applicable=lambda prim: prim.pattern is not Pattern.ELEMENTWISE
+)
 
 
 for _name in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sqrt", "rsqrt", "floor",
               "ceil"):  # fmt: skip
-    SCALAR_RULES[_name] = lambda args, eqn, _n=_name: libdevice(_n, _dtype(eqn), args[0])
+    SCALAR_RULES.rule(_name)(lambda args, eqn, _n=_name: libdevice(_n, _dtype(eqn), args[0]))
 
-SCALAR_RULES["round"] = lambda args, eqn: libdevice("rint", _dtype(eqn), args[0])  # half-even
-SCALAR_RULES["pow"] = lambda args, eqn: libdevice("pow", _dtype(eqn), *args)
-SCALAR_RULES["atan2"] = lambda args, eqn: libdevice("atan2", _dtype(eqn), *args)
-SCALAR_RULES["stop_gradient"] = lambda args, eqn: args[0]
+# half-even
+SCALAR_RULES.rule("round")(lambda args, eqn: libdevice("rint", _dtype(eqn), args[0]))
+SCALAR_RULES.rule("pow")(lambda args, eqn: libdevice("pow", _dtype(eqn), *args))
+SCALAR_RULES.rule("atan2")(lambda args, eqn: libdevice("atan2", _dtype(eqn), *args))
+SCALAR_RULES.rule("stop_gradient")(lambda args, eqn: args[0])
 
 
-@_rule("logistic")
+@SCALAR_RULES.rule("logistic")
 def _logistic(args, eqn):
     one = constant(1, _dtype(eqn))
     return f"({one} / ({one} + {libdevice('exp', _dtype(eqn), f'-{args[0]}')}))"
 
 
-@_rule("neg")
+@SCALAR_RULES.rule("neg")
 def _neg(args, eqn):
     return f"(-{args[0]})" if _is_float(eqn) else wrap(f"-{args[0]}", _dtype(eqn))
 
 
-@_rule("abs")
+@SCALAR_RULES.rule("abs")
 def _abs(args, eqn):
     return f"abs({args[0]})" if _is_float(eqn) else wrap(f"abs({args[0]})", _dtype(eqn))
 
 
-@_rule("sign")
+@SCALAR_RULES.rule("sign")
 def _sign(args, eqn):
     (x,), dtype = args, _dtype(eqn)
     one, minus_one = constant(1, dtype), constant(-1, dtype)
@@ -76,7 +74,7 @@ def _sign(args, eqn):
     return f"({one} if {x} > 0 else ({minus_one} if {x} < 0 else {rest}))"
 
 
-@_rule("not")
+@SCALAR_RULES.rule("not")
 def _not(args, eqn):
     if _dtype(eqn) == dtypes.bool_:
         return f"(not {args[0]})"
@@ -91,9 +89,9 @@ def _arithmetic(op):
     return rule
 
 
-SCALAR_RULES["add"] = _arithmetic("+")
-SCALAR_RULES["sub"] = _arithmetic("-")
-SCALAR_RULES["mul"] = _arithmetic("*")
+SCALAR_RULES.rule("add")(_arithmetic("+"))
+SCALAR_RULES.rule("sub")(_arithmetic("-"))
+SCALAR_RULES.rule("mul")(_arithmetic("*"))
 
 
 def truncated_division(a: str, b: str, dtype) -> str:
@@ -103,13 +101,13 @@ def truncated_division(a: str, b: str, dtype) -> str:
     return wrap(f"0 if {b} == 0 else ({floor} + 1 if {inexact} else {floor})", dtype)
 
 
-@_rule("div")
+@SCALAR_RULES.rule("div")
 def _div(args, eqn):
     a, b = args
     return f"({a} / {b})" if _is_float(eqn) else truncated_division(a, b, _dtype(eqn))
 
 
-@_rule("rem")
+@SCALAR_RULES.rule("rem")
 def _rem(args, eqn):
     a, b = args
     if _is_float(eqn):
@@ -131,20 +129,20 @@ def minimum(a: str, b: str, dtype) -> str:
     return f"({a} if {a} < {b} else {b})"
 
 
-SCALAR_RULES["max"] = lambda args, eqn: maximum(*args, _dtype(eqn))
-SCALAR_RULES["min"] = lambda args, eqn: minimum(*args, _dtype(eqn))
+SCALAR_RULES.rule("max")(lambda args, eqn: maximum(*args, _dtype(eqn)))
+SCALAR_RULES.rule("min")(lambda args, eqn: minimum(*args, _dtype(eqn)))
 
 
 _BITWISE = {"and": "&", "or": "|", "xor": "^"}
 
 
-@_rule(*_BITWISE)
+@SCALAR_RULES.rule(*_BITWISE)
 def _bitwise(args, eqn):
     expr = f"{args[0]} {_BITWISE[eqn.prim.name]} {args[1]}"
     return f"({expr})" if _dtype(eqn) == dtypes.bool_ else wrap(expr, _dtype(eqn))
 
 
-@_rule("shift_left", "shift_right_arithmetic")
+@SCALAR_RULES.rule("shift_left", "shift_right_arithmetic")
 def _shift(args, eqn):
     # LLVM's shifts are undefined for a count outside [0, bits), where NumPy's are not: the
     # count is masked so the shift is always defined (LLVM may evaluate both arms of the
@@ -169,12 +167,12 @@ def _sign_fill(x: str, dtype, bits: int) -> str:
 
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 for _name, _op in _COMPARISONS.items():
-    SCALAR_RULES[_name] = lambda args, eqn, _op=_op: f"({args[0]} {_op} {args[1]})"
+    SCALAR_RULES.rule(_name)(lambda args, eqn, _op=_op: f"({args[0]} {_op} {args[1]})")
 
-SCALAR_RULES["select"] = lambda args, eqn: f"({args[1]} if {args[0]} else {args[2]})"
+SCALAR_RULES.rule("select")(lambda args, eqn: f"({args[1]} if {args[0]} else {args[2]})")
 
 
-@_rule("convert_element_type")
+@SCALAR_RULES.rule("convert_element_type")
 def _convert(args, eqn):
     new, old, (x,) = np.dtype(eqn.params["new_dtype"]), _dtype(eqn), args
     if new == old:
@@ -198,7 +196,7 @@ def _convert(args, eqn):
 _MULTIPLY_UP_TO = 4
 
 
-@_rule("integer_pow")
+@SCALAR_RULES.rule("integer_pow")
 def _integer_pow(args, eqn):
     (x,), y, dtype = args, eqn.params["y"], _dtype(eqn)
     one = constant(1, dtype)
@@ -214,7 +212,7 @@ def _integer_pow(args, eqn):
     return power if y > 0 else f"({one} / {power})"
 
 
-@_rule("threefry2x32")
+@SCALAR_RULES.rule("threefry2x32")
 def _threefry2x32(args, eqn):
     # The helper compiled into the kernel (devicelib.threefry), not the cipher written out.
     return f"threefry2x32_{eqn.params['output']}({', '.join(args)})"
