@@ -242,6 +242,6 @@ for _name, _implementation in numpy_fft.FUNCTIONS.items():
 # through one reaches its base): wrapped last, over the implementations registered above.
 from . import views as _views  # noqa: E402
 
-for _name, _implementation in _views.wrap(globals()).items():
+for _name, _implementation in _views.FUNCTIONS.items():
     globals()[_name] = _implementation
     HANDLED_FUNCTIONS[getattr(np, _name)] = _implementation

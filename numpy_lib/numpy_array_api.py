@@ -33,8 +33,16 @@ from ..tracer import lax
 from ..tracer.promote import asarray, is_array, normalize_axis
 from ..tracer.source_info import error_at_user_line as _error
 from ..tracer.source_info import user_frame_info
-from . import linalg, numpy_complex, numpy_statistics, reductions, shapes, ufuncs, views
-from . import numpy_api as xnp
+from . import (
+    linalg,
+    numpy_complex,
+    numpy_construction,
+    numpy_statistics,
+    reductions,
+    shapes,
+    ufuncs,
+    views,
+)
 from .creation import array
 
 # --------------------------------------------------------------------------------------
@@ -80,7 +88,7 @@ def rollaxis(a, axis, start=0):
         return views.getitem(a, Ellipsis)
     order = [d for d in range(ndim) if d != axis]
     order.insert(start, axis)
-    return xnp.transpose(a, order)
+    return views.FUNCTIONS["transpose"](a, order)
 
 
 def matrix_transpose(x, /):
@@ -90,7 +98,7 @@ def matrix_transpose(x, /):
             f"matrix_transpose: the array must be at least 2-dimensional, but it is "
             f"{np.ndim(x)}-dimensional (NumPy raises ValueError too)",
         )
-    return xnp.swapaxes(x, -1, -2)
+    return views.FUNCTIONS["swapaxes"](x, -1, -2)
 
 
 def unstack(x, /, *, axis=0):
@@ -98,7 +106,7 @@ def unstack(x, /, *, axis=0):
     x = asarray(x)
     if x.ndim == 0:
         raise _error(ShapeError, "unstack: the array must be at least 1-d (NumPy raises too)")
-    return tuple(xnp.moveaxis(x, normalize_axis(axis, x.ndim, "unstack"), 0))
+    return tuple(views.FUNCTIONS["moveaxis"](x, normalize_axis(axis, x.ndim, "unstack"), 0))
 
 
 def _cumulative(scan, identity, name):
@@ -297,11 +305,11 @@ def linalg_cross(x1, x2, /, *, axis=-1):
             f"they are {sizes[0]} and {sizes[1]} dimensional (NumPy raises too); numpy.cross "
             "takes 2-vectors",
         )
-    return xnp.cross(x1, x2, axis=axis)
+    return numpy_construction.cross(x1, x2, axis=axis)
 
 
 def linalg_diagonal(x, /, *, offset=0):
-    return xnp.diagonal(x, offset, -2, -1)
+    return views.FUNCTIONS["diagonal"](x, offset, -2, -1)
 
 
 def linalg_outer(x1, x2, /):
@@ -313,11 +321,11 @@ def linalg_outer(x1, x2, /):
             "numpy.linalg.outer: the arrays must be one-dimensional, but they are "
             f"{x1.ndim}- and {x2.ndim}-dimensional (NumPy raises too); numpy.outer flattens them",
         )
-    return xnp.outer(x1, x2)
+    return linalg.outer(x1, x2)
 
 
 def linalg_trace(x, /, *, offset=0, dtype=None):
-    return xnp.trace(x, offset, -2, -1, dtype)
+    return numpy_construction.trace(x, offset, -2, -1, dtype)
 
 
 def linalg_vecdot(x1, x2, /, *, axis=-1):

@@ -21,7 +21,7 @@ from ..ir.errors import ConcretizationError, NumbaxTypeError, ShapeError
 from ..tracer.core import known_value
 from ..tracer.promote import asarray, convert
 from ..tracer.source_info import error_at_user_line as _error
-from . import numpy_api as xnp
+from . import creation, numpy_construction, reductions, shapes
 from .numpy_counting import bincount, histogram, outer_edges
 from .numpy_differences import diff
 
@@ -46,7 +46,7 @@ def _sample_columns(sample):
     """NumPy's reading of a sample: an (N, D) array, or a sequence of D arrays of N."""
     x = asarray(sample)
     if isinstance(sample, (list, tuple)) or x.ndim != 2:
-        x = xnp.atleast_2d(x).T
+        x = numpy_construction.atleast_2d(x).T
     if x.ndim != 2:
         raise _error(ShapeError, f"histogramdd: the sample must be (N, D), not {x.shape}")
     return [x[:, k] for k in builtins.range(x.shape[1])]
@@ -63,7 +63,7 @@ def _edges(column, bins, value_range, k):
                 NumbaxTypeError, f"histogramdd: `bins[{k}]` must be an integer, when a scalar"
             ) from None
         first, last = outer_edges(column, value_range)
-        return xnp.linspace(first, last, count + 1)
+        return creation.linspace(first, last, count + 1)
     edges = asarray(bins)
     if edges.ndim != 1:
         raise _error(ShapeError, f"histogramdd: `bins[{k}]` must be a scalar or 1d array")
@@ -78,7 +78,7 @@ def _edges(column, bins, value_range, k):
 def _bin_numbers(column, edges):
     """NumPy's: how many edges lie at or below each value (0 and len(edges) are outliers),
     a value on the last edge counted in the last bin."""
-    below = xnp.sum(edges <= column[:, None], axis=1)
+    below = reductions.sum(edges <= column[:, None], axis=1)
     return below - (column == edges[-1])
 
 
@@ -104,13 +104,13 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
         flat = flat * size + _bin_numbers(column, column_edges)
     weights = None if weights is None else asarray(weights)
     counts = bincount(flat, weights, length=int(np.prod(shape)))
-    hist = xnp.reshape(convert(counts, dtypes.float64), shape)
+    hist = shapes.reshape(convert(counts, dtypes.float64), shape)
     hist = hist[(slice(1, -1),) * dims]
     if density:
-        total = xnp.sum(hist)
+        total = reductions.sum(hist)
         for k, column_edges in enumerate(edges):
             widths = diff(column_edges)
-            hist = hist / xnp.reshape(
+            hist = hist / shapes.reshape(
                 widths, [widths.shape[0] if j == k else 1 for j in builtins.range(dims)]
             )
         hist = hist / total

@@ -38,13 +38,12 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import NumbaxTypeError, ShapeError, UnsupportedFunctionError
-from ..tracer import lax
+from ..tracer import indexing, lax
 from ..tracer import lax_linalg as la
 from ..tracer.functionalize import write_out
 from ..tracer.promote import asarray, broadcast_shapes, convert, normalize_axis, result_type
 from ..tracer.source_info import error_at_user_line as _error
-from . import numpy_api as xnp
-from . import numpy_array_api
+from . import linalg, numpy_array_api, numpy_statistics, reductions, shapes, sorting, ufuncs
 
 # NumPy's own result classes (named tuples, not public by name): a traced result has the
 # type, and so the pytree structure, of NumPy's.
@@ -148,7 +147,7 @@ def tensorinv(a, ind=2):
     if ind <= 0:
         raise _error(ValueError, f"numpy.linalg.tensorinv: ind must be positive, not {ind}")
     rows = math.prod(a.shape[ind:])
-    return lax.reshape(inv(xnp.reshape(a, (rows, -1))), a.shape[ind:] + a.shape[:ind])
+    return lax.reshape(inv(shapes.reshape(a, (rows, -1))), a.shape[ind:] + a.shape[:ind])
 
 
 def tensorsolve(a, b, axes=None):
@@ -166,7 +165,7 @@ def tensorsolve(a, b, axes=None):
                 )
             order.remove(k)
             order.append(k)
-        a = xnp.transpose(a, order)
+        a = shapes.transpose(a, order)
     shape = a.shape[-(a.ndim - b.ndim) :]
     count = math.prod(shape)
     if a.size != count**2:
@@ -249,11 +248,11 @@ def eigvalsh(a, UPLO="L"):  # noqa: N803
 def _descending(values, *others):
     """``values`` sorted descending along the last axis, ``others`` permuted alike (as
     columns when they are matrices)."""
-    order = xnp.flip(xnp.argsort(values, axis=-1), axis=-1)
-    out = [xnp.take_along_axis(values, order, axis=-1)]
+    order = shapes.flip(sorting.argsort(values, axis=-1), axis=-1)
+    out = [indexing.take_along_axis(values, order, axis=-1)]
     for x in others:
         index = order if x.ndim == values.ndim else lax.expand_dims(order, (order.ndim - 1,))
-        out.append(xnp.take_along_axis(x, xnp.broadcast_to(index, x.shape), axis=-1))
+        out.append(indexing.take_along_axis(x, shapes.broadcast_to(index, x.shape), axis=-1))
     return out
 
 
@@ -280,40 +279,40 @@ def svdvals(x, /):
 def _vector_norm(x, ord, axis, keepdims):
     absolute = lax.abs(x)
     if ord == np.inf:
-        return xnp.max(absolute, axis=axis, keepdims=keepdims)
+        return reductions.max(absolute, axis=axis, keepdims=keepdims)
     if ord == -np.inf:
-        return xnp.min(absolute, axis=axis, keepdims=keepdims)
+        return reductions.min(absolute, axis=axis, keepdims=keepdims)
     if ord == 0:
         nonzero = lax.convert_element_type(lax.ne(x, np.zeros((), x.dtype)), x.dtype)
-        return xnp.sum(nonzero, axis=axis, keepdims=keepdims)
+        return reductions.sum(nonzero, axis=axis, keepdims=keepdims)
     if ord == 1:
-        return xnp.sum(absolute, axis=axis, keepdims=keepdims)
+        return reductions.sum(absolute, axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:
-        return lax.sqrt(xnp.sum(x * x, axis=axis, keepdims=keepdims))
+        return lax.sqrt(reductions.sum(x * x, axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise _error(ValueError, f"numpy.linalg.norm: invalid norm order {ord!r} for vectors")
     power = np.asarray(ord, x.dtype)
-    return xnp.sum(absolute**power, axis=axis, keepdims=keepdims) ** (1 / power)
+    return reductions.sum(absolute**power, axis=axis, keepdims=keepdims) ** (1 / power)
 
 
 def _singular_values_along(x, row_axis, col_axis):
-    y = xnp.moveaxis(x, (row_axis, col_axis), (-2, -1))
+    y = shapes.moveaxis(x, (row_axis, col_axis), (-2, -1))
     return la.svd(y, full_matrices=False, compute_uv=False)[0]
 
 
 def _matrix_norm(x, ord, row_axis, col_axis):
     if ord in (2, -2):
         s = _singular_values_along(x, row_axis, col_axis)
-        return (xnp.max if ord == 2 else xnp.min)(s, axis=-1)
+        return (reductions.max if ord == 2 else reductions.min)(s, axis=-1)
     if ord == "nuc":
-        return xnp.sum(_singular_values_along(x, row_axis, col_axis), axis=-1)
+        return reductions.sum(_singular_values_along(x, row_axis, col_axis), axis=-1)
     if ord in (None, "fro", "f"):
-        return lax.sqrt(xnp.sum(x * x, axis=(row_axis, col_axis)))
+        return lax.sqrt(reductions.sum(x * x, axis=(row_axis, col_axis)))
     if ord in (1, -1, np.inf, -np.inf):
         # 1: the largest column sum (over rows); inf: the largest row sum (over columns).
         summed, kept = (row_axis, col_axis) if ord in (1, -1) else (col_axis, row_axis)
-        sums = xnp.sum(lax.abs(x), axis=summed)
-        pick = xnp.max if ord in (1, np.inf) else xnp.min
+        sums = reductions.sum(lax.abs(x), axis=summed)
+        pick = reductions.max if ord in (1, np.inf) else reductions.min
         return pick(sums, axis=kept - 1 if kept > summed else kept)
     raise _error(ValueError, f"numpy.linalg.norm: invalid norm order {ord!r} for matrices")
 
@@ -324,7 +323,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if axis is None:
         if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
             flat = lax.reshape(x, (x.size,))
-            out = lax.sqrt(xnp.sum(flat * flat))
+            out = lax.sqrt(reductions.sum(flat * flat))
             return lax.reshape(out, (1,) * x.ndim) if keepdims else out
         axis = tuple(range(x.ndim))
     elif not isinstance(axis, tuple):
@@ -383,11 +382,11 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
         raise _error(ValueError, "numpy.linalg.pinv: rtol and rcond can't be both set")
     u, s, vt = svd(a, full_matrices=False, hermitian=hermitian)
     cutoff = lax.expand_dims(convert(asarray(rcond), a.dtype), (np.ndim(rcond),))
-    cutoff = cutoff * xnp.max(s, axis=-1, keepdims=True, initial=0)
+    cutoff = cutoff * reductions.max(s, axis=-1, keepdims=True, initial=0)
     large = s > cutoff
     # 1/s only where it is kept: a NaN or inf from a zero never reaches the product.
-    s_inv = xnp.where(large, 1 / xnp.where(large, s, 1), 0)
-    return xnp.matmul(la.mT(vt), la.column(s_inv) * la.mT(u))
+    s_inv = ufuncs.where(large, 1 / ufuncs.where(large, s, 1), 0)
+    return linalg.matmul(la.mT(vt), la.column(s_inv) * la.mT(u))
 
 
 def lstsq(a, b, rcond=None):
@@ -410,13 +409,13 @@ def lstsq(a, b, rcond=None):
     if rcond is None:
         rcond = _eps(dtype) * max(m, n)
     u, s, vt = la.svd(a, full_matrices=False, compute_uv=True)
-    large = s > np.asarray(rcond, dtype) * xnp.max(s, initial=0)
-    s_inv = xnp.where(large, 1 / xnp.where(large, s, 1), 0)
-    x = xnp.matmul(la.mT(vt), la.column(s_inv) * xnp.matmul(la.mT(u), b))
+    large = s > np.asarray(rcond, dtype) * reductions.max(s, initial=0)
+    s_inv = ufuncs.where(large, 1 / ufuncs.where(large, s, 1), 0)
+    x = linalg.matmul(la.mT(vt), la.column(s_inv) * linalg.matmul(la.mT(u), b))
     rank = lax.reduce_sum(lax.convert_element_type(large, dtypes.int32), (0,))
     if m > n:
-        difference = b - xnp.matmul(a, x)
-        residuals = xnp.sum(difference * difference, axis=0)
+        difference = b - linalg.matmul(a, x)
+        residuals = reductions.sum(difference * difference, axis=0)
     else:
         residuals = lax.full((0,), 0, dtype)
     if vector:
@@ -429,24 +428,24 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):  # noqa: N803
         raise _error(ValueError, "numpy.linalg.matrix_rank: tol and rtol can't be both set")
     x = asarray(A)
     if x.ndim < 2:
-        return lax.convert_element_type(xnp.any(x != 0), dtypes.int64)
+        return lax.convert_element_type(numpy_statistics.any(x != 0), dtypes.int64)
     s = svd(x, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
             rtol = max(x.shape[-2:]) * _eps(s.dtype)
         else:
             rtol = lax.expand_dims(convert(asarray(rtol), s.dtype), (np.ndim(rtol),))
-        tol = xnp.max(s, axis=-1, keepdims=True, initial=0) * rtol
+        tol = reductions.max(s, axis=-1, keepdims=True, initial=0) * rtol
     else:
         tol = lax.expand_dims(convert(asarray(tol), s.dtype), (np.ndim(tol),))
-    return xnp.sum(lax.convert_element_type(s > tol, dtypes.int64), axis=-1)
+    return reductions.sum(lax.convert_element_type(s > tol, dtypes.int64), axis=-1)
 
 
 def cond(x, p=None):
     x = matrix_stack(x, "cond")
     if p is None or p in (2, -2):
         s = svd(x, compute_uv=False)
-        largest, smallest = xnp.take(s, 0, axis=-1), xnp.take(s, -1, axis=-1)
+        largest, smallest = indexing.take(s, 0, axis=-1), indexing.take(s, -1, axis=-1)
         return largest / smallest if p != -2 else smallest / largest
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
@@ -474,9 +473,9 @@ def matrix_power(a, n):
     while n > 0:  # the bits of n from the lowest: a, a², a⁴, ... multiplied in
         n, bit = divmod(n, 2)
         if bit:
-            result = square if result is None else xnp.matmul(result, square)
+            result = square if result is None else linalg.matmul(result, square)
         if n:
-            square = xnp.matmul(square, square)
+            square = linalg.matmul(square, square)
     return result
 
 
@@ -518,7 +517,7 @@ def multi_dot(arrays, *, out=None):
     def product(i, j):
         if i == j:
             return arrays[i]
-        return xnp.dot(product(i, split[i, j]), product(split[i, j] + 1, j))
+        return linalg.dot(product(i, split[i, j]), product(split[i, j] + 1, j))
 
     result = product(0, len(arrays) - 1)
     if first == 1 and last == 1:

@@ -38,13 +38,13 @@ from ..ir.errors import (
     ShapeError,
     UnsupportedFunctionError,
 )
-from ..tracer import lax
+from ..tracer import indexing, lax
 from ..tracer.control_flow import fori_loop
 from ..tracer.core import known_value
 from ..tracer.indexing import update
 from ..tracer.promote import asarray, convert, normalize_axis, result_type
 from ..tracer.source_info import error_at_user_line as _error
-from . import numpy_api as xnp
+from . import creation, linalg, numpy_complex, reductions, shapes, ufuncs
 from .numpy_construction import slice_axis
 from .numpy_differences import diff
 from .numpy_linalg import LIMITATIONS, inv, lstsq
@@ -68,7 +68,7 @@ def _mode(mode) -> int:
 
 
 def _vector(x, name: str, what: str):
-    x = xnp.atleast_1d(asarray(x))
+    x = shapes.atleast_1d(asarray(x))
     if x.ndim != 1:
         raise _error(ShapeError, f"{name}: {what} must be one-dimensional (got shape {x.shape})")
     if x.shape[0] == 0:
@@ -94,7 +94,7 @@ def _sliding_dot(a, v, mode: int):
     length = n + left + right - m + 1
     if length * m <= _WINDOW_ENTRIES:
         windows = np.arange(length)[:, None] + np.arange(m)
-        return xnp.matmul(xnp.take(padded, windows), v)
+        return linalg.matmul(indexing.take(padded, windows), v)
 
     def add_shifted(j, total):
         return total + lax.dynamic_slice(padded, (j,), (length,)) * v[j]
@@ -106,7 +106,7 @@ def convolve(a, v, mode="full"):
     a, v = _vector(a, "convolve", "a"), _vector(v, "convolve", "v")
     if v.shape[0] > a.shape[0]:
         a, v = v, a
-    return _sliding_dot(a, xnp.flip(v), _mode(mode))
+    return _sliding_dot(a, shapes.flip(v), _mode(mode))
 
 
 def correlate(a, v, mode="valid"):
@@ -115,9 +115,9 @@ def correlate(a, v, mode="valid"):
     a = _vector(a, "correlate", "the first array argument")
     v = _vector(v, "correlate", "the second array argument")
     mode = _mode(mode)
-    v = xnp.conjugate(v) if dtypes.is_complex(v.dtype) else v
+    v = numpy_complex.conjugate(v) if dtypes.is_complex(v.dtype) else v
     if v.shape[0] > a.shape[0]:
-        return xnp.flip(_sliding_dot(v, a, mode))
+        return shapes.flip(_sliding_dot(v, a, mode))
     return _sliding_dot(a, v, mode)
 
 
@@ -135,14 +135,14 @@ def _coefficients(p, name: str):
 def polyval(p, x):
     """Horner's rule, as NumPy: ``y = y * x + p[k]`` from ``zeros_like(x)``."""
     p, x = _coefficients(p, "polyval"), asarray(x)
-    y = xnp.zeros_like(x)
+    y = creation.zeros_like(x)
     for k in range(p.shape[0]):
         y = y * x + p[k]
     return y
 
 
 def _aligned(name, a1, a2, combine):
-    a1, a2 = xnp.atleast_1d(asarray(a1)), xnp.atleast_1d(asarray(a2))
+    a1, a2 = shapes.atleast_1d(asarray(a1)), shapes.atleast_1d(asarray(a2))
     if a1.ndim != 1 or a2.ndim != 1:
         raise _error(ShapeError, f"{name}: the coefficients must be one-dimensional")
     shorter, longer = sorted([a1, a2], key=lambda a: a.shape[0])
@@ -153,15 +153,15 @@ def _aligned(name, a1, a2, combine):
 
 
 def polyadd(a1, a2):
-    return _aligned("polyadd", a1, a2, xnp.add)
+    return _aligned("polyadd", a1, a2, ufuncs.add)
 
 
 def polysub(a1, a2):
-    return _aligned("polysub", a1, a2, xnp.subtract)
+    return _aligned("polysub", a1, a2, ufuncs.subtract)
 
 
 def polymul(a1, a2):
-    return convolve(xnp.atleast_1d(asarray(a1)), xnp.atleast_1d(asarray(a2)))
+    return convolve(shapes.atleast_1d(asarray(a1)), shapes.atleast_1d(asarray(a2)))
 
 
 def _order(m, name: str) -> int:
@@ -181,7 +181,7 @@ def polyder(p, m=1):
 
 def polyint(p, m=1, k=None):
     m = _order(m, "polyint")
-    k = xnp.atleast_1d(asarray(np.zeros(m) if k is None else k))
+    k = shapes.atleast_1d(asarray(np.zeros(m) if k is None else k))
     if k.shape[0] == 1 and m > 1:
         k = k[0] * np.ones(m)
     if k.shape[0] < m:
@@ -189,14 +189,14 @@ def polyint(p, m=1, k=None):
     p = _coefficients(p, "polyint")
     for order in range(m):
         integral = p / np.arange(p.shape[0], 0, -1)
-        p = xnp.concatenate([integral, xnp.reshape(k[order], (1,))])
+        p = shapes.concatenate([integral, shapes.reshape(k[order], (1,))])
     return p
 
 
 def polydiv(u, v, *, size=None):
     """Quotient and remainder, by NumPy's long division. ``size=`` (numbax's) is the
     remainder's length: its last ``size`` coefficients, leading zeros kept."""
-    u, v = xnp.atleast_1d(asarray(u)) + 0.0, xnp.atleast_1d(asarray(v)) + 0.0
+    u, v = shapes.atleast_1d(asarray(u)) + 0.0, shapes.atleast_1d(asarray(v)) + 0.0
     dtype = result_type(u, v)
     m, n = u.shape[0] - 1, v.shape[0] - 1
     scale = 1.0 / v[0]
@@ -205,7 +205,7 @@ def polydiv(u, v, *, size=None):
         d = scale * r[k]
         quotient.append(d)
         r = update(r, slice(k, k + n + 1), r[k : k + n + 1] - d * v, "set")
-    q = xnp.stack(quotient) if quotient else xnp.zeros((1,), dtype)
+    q = shapes.stack(quotient) if quotient else creation.zeros((1,), dtype)
     size = _remainder_size(r) if size is None else operator.index(size)
     if size > r.shape[0]:
         return q, lax.pad(r, np.zeros((), dtype), [(size - r.shape[0], 0)])
@@ -230,7 +230,7 @@ def _remainder_size(r) -> int:
 
 
 def poly(seq_of_zeros):
-    roots = xnp.atleast_1d(asarray(seq_of_zeros))
+    roots = shapes.atleast_1d(asarray(seq_of_zeros))
     if roots.ndim == 2 and roots.shape[0] == roots.shape[1] != 0:
         raise _error(UnsupportedFunctionError, f"numpy.poly of a matrix: {LIMITATIONS['eig']}")
     if roots.ndim != 1:
@@ -240,10 +240,10 @@ def poly(seq_of_zeros):
     roots = convert(roots, roots.dtype if roots.dtype in kept else dtypes.float64)
     if roots.shape[0] == 0:
         return 1.0
-    a = xnp.ones((1,), roots.dtype)
+    a = creation.ones((1,), roots.dtype)
     for k in range(roots.shape[0]):
         zero = np.zeros((1,), roots.dtype)
-        a = xnp.concatenate([a, zero]) - roots[k] * xnp.concatenate([zero, a])
+        a = shapes.concatenate([a, zero]) - roots[k] * shapes.concatenate([zero, a])
     return _real_if_conjugate(a, roots)
 
 
@@ -261,7 +261,7 @@ def _real_if_conjugate(a, roots):
             "tracing; pass real roots, or the roots as a static argument (static_argnums)",
         )
     paired = np.all(np.sort(known) == np.sort(known.conjugate()))
-    return xnp.real(a) if paired else a
+    return numpy_complex.real(a) if paired else a
 
 
 def roots(p):
@@ -278,8 +278,8 @@ def vander(x, N=None, increasing=False):
     x = convert(x, dtypes.result_type(x.dtype, dtypes.int64))
     ones = lax.full((x.shape[0], min(columns, 1)), 1, x.dtype)
     spread = lax.broadcast_in_dim(x, (x.shape[0], max(columns - 1, 0)), (0,))
-    out = xnp.concatenate([ones, cumprod(spread, axis=1)], axis=1)
-    return out if increasing else xnp.flip(out, axis=1)
+    out = shapes.concatenate([ones, cumprod(spread, axis=1)], axis=1)
+    return out if increasing else shapes.flip(out, axis=1)
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
@@ -293,7 +293,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         w = _fit_weights(w, y)
         lhs = convert(lhs * w[:, None], lhs.dtype)
         rhs = convert(rhs * (w[:, None] if rhs.ndim == 2 else w), rhs.dtype)
-    scale = xnp.sqrt(xnp.sum(lhs * lhs, axis=0))
+    scale = ufuncs.sqrt(reductions.sum(lhs * lhs, axis=0))
     lhs = lhs / scale
     c, residuals, rank, s = lstsq(lhs, rhs, rcond)
     c = (c.T / scale).T
@@ -323,7 +323,7 @@ def _fit_weights(w, y):
 
 
 def _fit_covariance(lhs, scale, residuals, freedom, cov, y_ndim):
-    base = inv(xnp.matmul(lhs.T, lhs)) / xnp.outer(scale, scale)
+    base = inv(linalg.matmul(lhs.T, lhs)) / linalg.outer(scale, scale)
     if isinstance(cov, str) and cov == "unscaled":
         factor = 1
     elif freedom <= 0:
@@ -347,22 +347,22 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         d = dx
     elif asarray(x).ndim == 1:
         d = diff(x)
-        d = xnp.reshape(d, [d.shape[0] if k == axis else 1 for k in range(y.ndim)])
+        d = shapes.reshape(d, [d.shape[0] if k == axis else 1 for k in range(y.ndim)])
     else:
         d = diff(x, axis=axis)
     size = y.shape[axis]
     later = slice_axis(y, axis, min(1, size), size)
     earlier = slice_axis(y, axis, 0, max(size - 1, 0))
-    return xnp.sum(d * (later + earlier) / 2.0, axis=axis)
+    return reductions.sum(d * (later + earlier) / 2.0, axis=axis)
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
-    x = xnp.ravel(asarray(ary))
+    x = shapes.ravel(asarray(ary))
     size = x.shape[0]
     parts = [slice_axis(x, 0, min(1, size), size) - slice_axis(x, 0, 0, max(size - 1, 0))]
     for end, at_start in ((to_begin, True), (to_end, False)):
         if end is not None:
-            end = xnp.ravel(asarray(end))
+            end = shapes.ravel(asarray(end))
             if not np.can_cast(end.dtype, x.dtype, casting="same_kind"):
                 raise _error(
                     NumbaxTypeError,
@@ -370,7 +370,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
                     f"must be compatible with input `ary` ({x.dtype}) under the `same_kind` rule",
                 )
             parts.insert(0 if at_start else len(parts), end)
-    return xnp.concatenate([convert(part, x.dtype) for part in parts])
+    return shapes.concatenate([convert(part, x.dtype) for part in parts])
 
 
 def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
@@ -383,15 +383,15 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
         high, ambiguous = period // 2, period % 2 == 0
     else:
         high, ambiguous = period / 2, True
-    ddmod = xnp.mod(dd + high, period) - high
+    ddmod = ufuncs.mod(dd + high, period) - high
     # NumPy maps a jump of exactly half a period to the half period of the jump's sign.
-    boundary = xnp.logical_and(xnp.logical_and(ddmod == -high, dd > 0), ambiguous)
-    ddmod = xnp.where(boundary, convert(asarray(high), ddmod.dtype), ddmod)
-    correction = xnp.where(xnp.absolute(dd) < discont, 0, ddmod - dd)
+    boundary = ufuncs.logical_and(ufuncs.logical_and(ddmod == -high, dd > 0), ambiguous)
+    ddmod = ufuncs.where(boundary, convert(asarray(high), ddmod.dtype), ddmod)
+    correction = ufuncs.where(ufuncs.absolute(dd) < discont, 0, ddmod - dd)
     size = p.shape[axis]
-    later = slice_axis(p, axis, min(1, size), size) + xnp.cumsum(correction, axis=axis)
+    later = slice_axis(p, axis, min(1, size), size) + reductions.cumsum(correction, axis=axis)
     parts = [slice_axis(p, axis, 0, min(1, size)), later]
-    return xnp.concatenate([convert(part, dtype) for part in parts], axis=axis)
+    return shapes.concatenate([convert(part, dtype) for part in parts], axis=axis)
 
 
 def _chebyshev(x, coefficients):
@@ -411,13 +411,13 @@ def i0(x):
     x = asarray(x)
     if dtypes.is_complex(x.dtype):
         raise _error(NumbaxTypeError, "i0 not supported for complex values (NumPy refuses too)")
-    x = xnp.absolute(x if dtypes.is_float(x.dtype) else convert(x, dtypes.float64))
+    x = ufuncs.absolute(x if dtypes.is_float(x.dtype) else convert(x, dtypes.float64))
     small = x <= 8.0
-    near = xnp.where(small, x, 0.0)
-    far = xnp.where(small, 9.0, x)
-    inside = xnp.exp(near) * _chebyshev(near / 2.0 - 2, _I0_SMALL)
-    outside = xnp.exp(far) * _chebyshev(32.0 / far - 2.0, _I0_LARGE) / xnp.sqrt(far)
-    return xnp.where(small, inside, outside)
+    near = ufuncs.where(small, x, 0.0)
+    far = ufuncs.where(small, 9.0, x)
+    inside = ufuncs.exp(near) * _chebyshev(near / 2.0 - 2, _I0_SMALL)
+    outside = ufuncs.exp(far) * _chebyshev(32.0 / far - 2.0, _I0_LARGE) / ufuncs.sqrt(far)
+    return ufuncs.where(small, inside, outside)
 
 
 FUNCTIONS: dict = {

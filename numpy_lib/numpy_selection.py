@@ -31,8 +31,7 @@ from ..tracer.core import known_value
 from ..tracer.functionalize import write_out
 from ..tracer.promote import asarray, normalize_axes, normalize_axis
 from ..tracer.source_info import error_at_user_line as _error
-from . import numpy_api as xnp
-from . import shapes
+from . import shapes, ufuncs
 from .numpy_statistics import as_bool
 from .sorting import (
     nonzero_positions,
@@ -61,8 +60,8 @@ def take_padded(values, positions, real, fill, axis=0):
     if positions.shape[0] == 0:
         return taken
     if fill is None:
-        fill = xnp.where(real[0], taken[0], np.zeros((), values.dtype))
-    return xnp.where(lax.broadcast_in_dim(real, shape, (axis,)), taken, fill)
+        fill = ufuncs.where(real[0], taken[0], np.zeros((), values.dtype))
+    return ufuncs.where(lax.broadcast_in_dim(real, shape, (axis,)), taken, fill)
 
 
 def compact(values, mask, size: int, fill=None):
@@ -114,7 +113,7 @@ def _coordinates(x, size, fill_value, name: str, call: str):
         stride = int(np.prod(x.shape[axis + 1 :], dtype=np.int64))
         coordinate = flat if x.size == 0 else (flat // stride) % np.int64(x.shape[axis])
         if fill is not None:
-            coordinate = xnp.where(real, coordinate, padding_value(fill, INDEX_DTYPE, name))
+            coordinate = ufuncs.where(real, coordinate, padding_value(fill, INDEX_DTYPE, name))
         coordinates.append(coordinate)
     return coordinates
 
@@ -146,7 +145,7 @@ def argwhere(a, *, size=None, fill_value=None):
     x = asarray(a)
     flat = lax.reshape(x, (1,)) if x.ndim == 0 else x
     coordinates = _coordinates(flat, size, fill_value, "argwhere", "argwhere(x, size=n)")
-    rows = xnp.stack(coordinates, axis=1)
+    rows = shapes.stack(coordinates, axis=1)
     return rows[:, :0] if x.ndim == 0 else rows
 
 
@@ -163,7 +162,7 @@ def _fitted_condition(condition, n: int, name: str):
     mask = as_bool(condition)
     extra = mask.shape[0] - n
     if extra <= 0:
-        return xnp.concatenate([mask, np.zeros(-extra, bool)])
+        return shapes.concatenate([mask, np.zeros(-extra, bool)])
     value = known_value(mask)
     if value is None:
         raise _error(

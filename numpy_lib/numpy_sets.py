@@ -20,11 +20,10 @@ from functools import partial
 import numpy as np
 
 from ..ir import dtypes
-from ..tracer import lax
+from ..tracer import indexing, lax
 from ..tracer.promote import asarray, convert, result_type
 from ..tracer.source_info import error_at_user_line as _error
-from . import numpy_api as xnp
-from . import shapes
+from . import numpy_statistics, shapes, sorting, ufuncs
 from .numpy_selection import (
     INDEX_DTYPE,
     compact,
@@ -45,7 +44,7 @@ _KINDS = (None, "sort", "table")
 def _matches(element, test_elements):
     """Whether each entry of ``element`` equals each of ``test_elements`` (on a new last axis)."""
     spread = lax.expand_dims(element, (element.ndim,))
-    return xnp.equal(spread, shapes.ravel(test_elements))
+    return ufuncs.equal(spread, shapes.ravel(test_elements))
 
 
 # Up to this many test elements, comparing with each of them (one fused loop) is cheaper
@@ -59,11 +58,11 @@ def _members(element, test_elements):
     equals nothing, so it is in nothing)."""
     tests = shapes.ravel(test_elements)
     if tests.size <= _COMPARED_TESTS:
-        return xnp.any(_matches(element, tests), axis=-1)
+        return numpy_statistics.any(_matches(element, tests), axis=-1)
     dtype = result_type(element, tests)
-    x, ordered = convert(asarray(element), dtype), xnp.sort(convert(tests, dtype))
-    place = xnp.minimum(xnp.searchsorted(ordered, x), tests.size - 1)
-    return xnp.equal(xnp.take(ordered, place), x)
+    x, ordered = convert(asarray(element), dtype), sorting.sort(convert(tests, dtype))
+    place = ufuncs.minimum(sorting.searchsorted(ordered, x), tests.size - 1)
+    return ufuncs.equal(indexing.take(ordered, place), x)
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
@@ -83,7 +82,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
             "arrays. Please select 'sort' or None for kind",
         )
     found = _members(x, tests)
-    return xnp.logical_not(found) if invert else found
+    return ufuncs.logical_not(found) if invert else found
 
 
 def _promoted(ar1, ar2):
@@ -124,14 +123,14 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     if assume_unique:
         # NumPy's algorithm, so that arrays which are not unique after all give its answer.
         values, order = lax.sort(
-            [xnp.concatenate([a, b]), lax.iota(INDEX_DTYPE, (a.size + b.size,))]
+            [shapes.concatenate([a, b]), lax.iota(INDEX_DTYPE, (a.size + b.size,))]
         )
         positions, real = first_true(values[1:] == values[:-1], size)
         firsts, seconds = order[:-1], order[1:] - np.int64(a.size)
     else:
         values, firsts, distinct = _distinct(a)
         matches = _matches(values, b)
-        positions, real = first_true(distinct & xnp.any(matches, axis=-1), size)
+        positions, real = first_true(distinct & numpy_statistics.any(matches, axis=-1), size)
         seconds = _first_match(matches)
     result = take_padded(values, positions, real, fill)
     if not return_indices:
@@ -156,7 +155,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     a, b = _promoted(ar1, ar2)
     size = _set_size([a, b], size, "union1d", "values in either", np.union1d)
     fill = _fill(fill_value, a.dtype, "union1d")
-    return unique(xnp.concatenate([a, b]), size=size, fill_value=fill)
+    return unique(shapes.concatenate([a, b]), size=size, fill_value=fill)
 
 
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
@@ -177,18 +176,18 @@ def _only_in_one(a, b):
     (values_a, _, distinct_a), (values_b, _, distinct_b) = _distinct(a), _distinct(b)
     keep_a = distinct_a & ~_members(values_a, b)
     keep_b = distinct_b & ~_members(values_b, a)
-    both = [xnp.concatenate([values_a, values_b]), xnp.concatenate([keep_a, keep_b])]
+    both = [shapes.concatenate([values_a, values_b]), shapes.concatenate([keep_a, keep_b])]
     return lax.sort(both, 0, True, 1) if a.size + b.size else both
 
 
 def _appearing_once(a, b):
     """NumPy's ``assume_unique`` algorithm: sorted, the values not equal to a neighbour."""
-    values = xnp.concatenate([a, b])
+    values = shapes.concatenate([a, b])
     if values.size == 0:
         return values, np.zeros(0, bool)
     values = lax.sort(values, 0)
     edge = np.ones(1, bool)
-    differs = xnp.concatenate([edge, values[1:] != values[:-1], edge])
+    differs = shapes.concatenate([edge, values[1:] != values[:-1], edge])
     return values, differs[1:] & differs[:-1]
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.errors import ConcretizationError, ShapeError, UnsupportedFunctionError
-from ..tracer import lax
+from ..tracer import indexing, lax
 from ..tracer.core import Tracer, known_value
 from ..tracer.functionalize import write_out
 from ..tracer.promote import (
@@ -33,7 +33,7 @@ from ..tracer.promote import (
     result_type,
 )
 from ..tracer.source_info import error_at_user_line as _error
-from . import numpy_api as xnp
+from . import creation, shapes, ufuncs
 
 _KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
@@ -140,7 +140,7 @@ def top_k(operand, k: int):
     values, later_first = lax.sort([x, lax.neg(_positions(x, axis))], axis, True, 2)
     top = (Ellipsis, slice(n - k, n))
     indices = lax.convert_element_type(lax.neg(later_first[top]), dtypes.int32)
-    return xnp.flip(values[top], -1), xnp.flip(indices, -1)
+    return shapes.flip(values[top], -1), shapes.flip(indices, -1)
 
 
 # --------------------------------------------------------------------------------------
@@ -154,15 +154,15 @@ def sorted_with_firsts(x, equal_nan):
     values, order = lax.sort([flat, _positions(flat, 0)], 0)
     differs = values[1:] != values[:-1]
     if equal_nan and dtypes.is_float(x.dtype):
-        differs = differs & ~(xnp.isnan(values[1:]) & xnp.isnan(values[:-1]))
-    return values, order, xnp.concatenate([lax.full((1,), True, dtypes.bool_), differs])
+        differs = differs & ~(ufuncs.isnan(values[1:]) & ufuncs.isnan(values[:-1]))
+    return values, order, shapes.concatenate([lax.full((1,), True, dtypes.bool_), differs])
 
 
 def nonzero_positions(mask, size: int):
     """The positions of the first ``size`` True entries of the 1-D ``mask``, padded with 0
     (``jnp.nonzero(mask, size=size)``): each True entry is scattered to its rank."""
     rank = lax.cumsum(lax.convert_element_type(mask, dtypes.int64), 0) - 1
-    target = xnp.where(mask, rank, np.int64(size))  # out of range: dropped
+    target = ufuncs.where(mask, rank, np.int64(size))  # out of range: dropped
     zeros = lax.full((size,), 0, dtypes.int64)
     return lax.scatter(zeros, target, _positions(mask, 0), 0, "set")
 
@@ -242,7 +242,7 @@ def unique(
     starts = bounds[:size]
     result = lax.gather(values, starts, 0)
     if fill_value is not None:
-        result = xnp.where(real, result, fill_value)
+        result = ufuncs.where(real, result, fill_value)
     outputs = [result]
     if return_index:
         outputs.append(lax.gather(order, starts, 0))
@@ -251,8 +251,8 @@ def unique(
         outputs.append(lax.reshape(inverse, x.shape))
     if return_counts:
         # A group ends where the next starts; the last one at the array's end.
-        ends = xnp.where(slots + 1 < count, bounds[1:], np.int64(x.size))
-        outputs.append(xnp.where(real, ends - starts, np.int64(0)))
+        ends = ufuncs.where(slots + 1 < count, bounds[1:], np.int64(x.size))
+        outputs.append(ufuncs.where(real, ends - starts, np.int64(0)))
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
@@ -266,11 +266,11 @@ def _before(a, v, side):
     if side == "left":
         less = a < v
         if dtypes.is_float(result_type(a, v)):
-            less = less | (xnp.isnan(v) & ~xnp.isnan(a))
+            less = less | (ufuncs.isnan(v) & ~ufuncs.isnan(a))
         return less
     less_equal = a <= v
     if dtypes.is_float(result_type(a, v)):
-        less_equal = less_equal | xnp.isnan(v)
+        less_equal = less_equal | ufuncs.isnan(v)
     return less_equal
 
 
@@ -284,7 +284,7 @@ def searchsorted(a, v, side="left", sorter=None):
     if x.ndim != 1:
         raise _error(ShapeError, f"searchsorted: a must be 1-D, not of shape {x.shape}")
     if sorter is not None:
-        x = xnp.take(x, sorter)
+        x = indexing.take(x, sorter)
     values = asarray(v)
     dtype = result_type(x, values)
     x, values = convert(x, dtype), convert(values, dtype)
@@ -308,25 +308,25 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         if period == 0:
             raise _error(ValueError, "interp: period must be a non-zero value")
         period = abs(period)
-        x, xp = xnp.remainder(x, period), xnp.remainder(xp, period)
+        x, xp = ufuncs.remainder(x, period), ufuncs.remainder(xp, period)
         xp, fp = lax.sort([xp, fp], 0, True, 1)
-        xp = xnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
-        fp = xnp.concatenate([fp[-1:], fp, fp[:1]])
+        xp = shapes.concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = shapes.concatenate([fp[-1:], fp, fp[:1]])
         left = right = None
     n = xp.shape[0]
     first, last = fp[0], fp[n - 1]
     left = first if left is None else convert(asarray(left), dtype)
     right = last if right is None else convert(asarray(right), dtype)
     if n == 1:
-        inside = xnp.where(x < xp[0], left, xnp.where(x > xp[0], right, first))
+        inside = ufuncs.where(x < xp[0], left, ufuncs.where(x > xp[0], right, first))
         return lax.convert_element_type(inside, dtype) if inside.dtype != dtype else inside
-    upper = xnp.clip(searchsorted(xp, x, "right"), 1, n - 1)
-    x0, x1 = xnp.take(xp, upper - 1), xnp.take(xp, upper)
-    f0, f1 = xnp.take(fp, upper - 1), xnp.take(fp, upper)
+    upper = ufuncs.clip(searchsorted(xp, x, "right"), 1, n - 1)
+    x0, x1 = indexing.take(xp, upper - 1), indexing.take(xp, upper)
+    f0, f1 = indexing.take(fp, upper - 1), indexing.take(fp, upper)
     slope = (f1 - f0) / (x1 - x0)
     # At a sample point, its value exactly (the slope's rounding would show).
-    inside = xnp.where(x == x0, f0, xnp.where(x == x1, f1, slope * (x - x0) + f0))
-    return xnp.where(x < xp[0], left, xnp.where(x > xp[n - 1], right, inside))
+    inside = ufuncs.where(x == x0, f0, ufuncs.where(x == x1, f1, slope * (x - x0) + f0))
+    return ufuncs.where(x < xp[0], left, ufuncs.where(x > xp[n - 1], right, inside))
 
 
 # --------------------------------------------------------------------------------------
@@ -347,7 +347,7 @@ def _rows_last(x, axis, name):
 def _lerp(a, b, t):
     """NumPy's interpolation between neighbours (exact at both ends)."""
     diff = b - a
-    return xnp.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+    return ufuncs.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
 
 
 def _order_statistics(rows, q, count, method):
@@ -359,19 +359,19 @@ def _order_statistics(rows, q, count, method):
     virtual = (count - 1) * q  # rows' shape but the last axis, then q's
 
     def read(index):
-        index = xnp.clip(lax.convert_element_type(index, dtypes.int64), 0, top)
-        return xnp.take_along_axis(rows, index, axis=-1)
+        index = ufuncs.clip(lax.convert_element_type(index, dtypes.int64), 0, top)
+        return indexing.take_along_axis(rows, index, axis=-1)
 
     if method == "lower":
-        return read(xnp.floor(virtual))
+        return read(ufuncs.floor(virtual))
     if method == "higher":
-        return read(xnp.ceil(virtual))
+        return read(ufuncs.ceil(virtual))
     if method == "nearest":
-        return read(xnp.rint(virtual))
-    below = xnp.floor(virtual)
+        return read(ufuncs.rint(virtual))
+    below = ufuncs.floor(virtual)
     gamma = virtual - below
     if method == "midpoint":
-        gamma = xnp.where(gamma == 0, gamma, xnp.full_like(gamma, 0.5))
+        gamma = ufuncs.where(gamma == 0, gamma, creation.full_like(gamma, 0.5))
     return _lerp(read(below), read(below + 1), gamma)
 
 
@@ -401,7 +401,7 @@ def _quantile(a, q, axis, out, method, keepdims, interpolation, weights, name, i
         rows = lax.sort(rows, rows.ndim - 1, False)
         if ignore_nan and dtypes.is_float(dtype):
             count = lax.reduce_sum(
-                lax.convert_element_type(~xnp.isnan(rows), dtypes.int64), (rows.ndim - 1,)
+                lax.convert_element_type(~ufuncs.isnan(rows), dtypes.int64), (rows.ndim - 1,)
             )
             count = lax.reshape(count, kept_shape + (1,))
         else:
@@ -409,8 +409,8 @@ def _quantile(a, q, axis, out, method, keepdims, interpolation, weights, name, i
         spread = lax.broadcast_in_dim(flat_q, kept_shape + (q.size,), (len(kept_shape),))
         result = _order_statistics(rows, spread, count, method)
         if dtypes.is_float(dtype):
-            missing = (count == 0) if ignore_nan else xnp.isnan(rows[..., n - 1 : n])
-            result = xnp.where(missing, np.asarray(np.nan, dtype), result)
+            missing = (count == 0) if ignore_nan else ufuncs.isnan(rows[..., n - 1 : n])
+            result = ufuncs.where(missing, np.asarray(np.nan, dtype), result)
         result = convert(result, dtype)
     # q's axes come first, as NumPy puts them.
     result = lax.transpose(result, [result.ndim - 1] + list(range(result.ndim - 1)))
@@ -438,7 +438,7 @@ def quantile(
 
 def _fraction(q):
     """A percentage as a fraction; a Python number stays one (it promotes weakly)."""
-    return q / 100 if isinstance(q, (int, float)) else xnp.true_divide(q, 100)
+    return q / 100 if isinstance(q, (int, float)) else ufuncs.true_divide(q, 100)
 
 
 def percentile(

@@ -34,7 +34,7 @@ from ..ir.errors import InPlaceUpdateError, ShapeError, at_line
 from ..tracer import functionalize, indexing
 from ..tracer.core import Tracer, current_trace, recording_into
 from ..tracer.source_info import user_frame_info
-from . import shapes
+from . import numpy_construction, shapes
 
 
 class Storage:
@@ -391,3 +391,13 @@ def wrap(functions: dict) -> dict:
         wrapped[name] = _splitting(functions[name])
     wrapped["diag"] = _diag(functions["diag"], wrapped["diagonal"])
     return wrapped
+
+
+# NumPy's view-returning functions as numbax.numpy has them, over the plain
+# implementations of shapes and numpy_construction (numpy_api puts them in the namespace,
+# numpy_array_api's aliases return them).
+_OF_SHAPES = ("squeeze", "expand_dims", "atleast_1d", "flip", "transpose", "swapaxes", "moveaxis",
+              "broadcast_to", "split", "array_split")  # fmt: skip
+FUNCTIONS = wrap(
+    {**{name: getattr(shapes, name) for name in _OF_SHAPES}, **numpy_construction.FUNCTIONS}
+)
