@@ -196,3 +196,31 @@ def test_each_unit_compiles_to_ptx_for_sm_90_from_its_own_module(tmp_path, monke
         if ptx.ptxas() is not None:
             report = ptx.assembled(code)
             assert report.registers > 0 and report.spill_stores == 0
+
+
+def test_kernels_numba_loads_from_its_disk_cache_are_counted_from_disk(tmp_path, monkeypatch):
+    # Numba's disk cache of CUDA kernels needs a GPU to fill; its hits are counted from the
+    # compiled kernel's ``stats.cache_hits``, stood in for here.
+    from types import SimpleNamespace
+
+    from numbax.backends.cuda import loader
+
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(loader, "_COMPILED", {})
+    monkeypatch.setattr(loader, "simulating", lambda: False)
+    loaded = SimpleNamespace(stats=SimpleNamespace(cache_hits={"signature": 1}))
+    compiled: list = []
+    monkeypatch.setattr(
+        loader, "_compiled", lambda function, *_: compiled.append(function) or loaded
+    )
+    program = _lowered(_layers)
+    counts = loader.program_kernels(program).counts
+    assert counts == {"disk": len(program.units)} and len(compiled) == len(program.units)
+    stats = loader.compile_stats(0.001, 0.001, 0.002, counts)
+    assert stats.cache == "disk hit" and "0 new, 0 from memory, 2 from disk" in str(stats)
+    assert loader.program_kernels(program).counts == {"memory": 2}
+    loaded.stats.cache_hits.clear()  # Numba compiled it: a miss
+    monkeypatch.setattr(loader, "_COMPILED", {})
+    counts = loader.program_kernels(program).counts
+    assert counts == {"compiled": 2}
+    assert loader.compile_stats(0.001, 0.001, 0.002, counts).cache == "disk miss"
