@@ -13,6 +13,11 @@ A primitive may be named by its name: ``RuleTable.primitive`` is the one lookup 
 turns a name into the registered ``Primitive`` (``table["sin"]``, ``"sin" in table`` and
 ``table.rule("sin")`` all go through it), so a table never holds a string key.
 
+A rule may be registered for a primitive that its module registers later
+(``registered_later=True``: the collectives' primitives exist only once
+``numbax.distributed`` or a collective is used); it is held under the name and keyed by
+the primitive as soon as that is registered.
+
 A table states which primitives it must cover (every primitive, except those its
 ``not_applicable`` predicate names); ``missing()`` lists the others, and a test walks
 ``RuleTable.TABLES`` so that a primitive added without its rule fails, naming the table.
@@ -52,6 +57,7 @@ class RuleTable:
         self.not_applicable = not_applicable
         self.multiple = multiple
         self._rules: dict[Primitive, object] = {}
+        self._later: dict[str, tuple] = {}  # name -> (function, build) of a future primitive
         RuleTable.TABLES.append(self)
 
     @staticmethod
@@ -70,6 +76,7 @@ class RuleTable:
         *prims: Primitive | str,
         build: Callable[[Primitive, Callable], Callable] | None = None,
         replace: bool = False,
+        registered_later: bool = False,
     ):
         """Decorator: the decorated function is the rule of each of ``prims`` (or, with
         ``build``, ``build(prim, function)`` is: a rule made from a formula, such as a
@@ -82,9 +89,14 @@ class RuleTable:
         """
         if not prims:
             raise TypeError(f"{self.name}: rule() needs at least one primitive")
+        if registered_later:
+            later = [p for p in prims if isinstance(p, str) and p not in PRIMITIVES]
+            prims = [p for p in prims if p not in later]
         keys = [self.primitive(p) for p in prims]
 
         def register(fn):
+            for name in later if registered_later else ():
+                self._later[name] = (fn, build)
             for key in keys:
                 made = fn if build is None else build(key, fn)
                 if self.multiple:
@@ -98,7 +110,14 @@ class RuleTable:
 
         return register
 
+    def _settle(self) -> None:
+        """Key the rules held by name by their primitives, once those are registered."""
+        for name in [name for name in self._later if name in PRIMITIVES]:
+            fn, build = self._later.pop(name)
+            self.rule(name, build=build)(fn)
+
     def __getitem__(self, prim: Primitive | str):
+        self._settle()
         key = self.primitive(prim)
         if key in self._rules:
             return self._rules[key]
@@ -110,14 +129,17 @@ class RuleTable:
         return self[prim] if prim in self else default
 
     def __contains__(self, prim: object) -> bool:
+        self._settle()
         if isinstance(prim, str):
             prim = PRIMITIVES.get(prim)
         return prim in self._rules
 
     def __iter__(self) -> Iterator[Primitive]:
+        self._settle()
         return iter(self._rules)
 
     def __len__(self) -> int:
+        self._settle()
         return len(self._rules)
 
     def names(self) -> set[str]:
@@ -126,6 +148,7 @@ class RuleTable:
 
     def missing(self) -> list[Primitive]:
         """The registered primitives this table should have a rule for and has not."""
+        self._settle()
         return [
             prim
             for prim in PRIMITIVES.values()

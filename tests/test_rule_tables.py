@@ -2,18 +2,22 @@
 
 The tables are ``ir.rules.RuleTable``s; each states on itself which primitives need no
 rule (``not_applicable``), so this test holds no list of exceptions: a primitive added
-without its rule fails here, naming the table and the primitive.
+without its rule fails here, naming the table and the primitive. The collectives'
+primitives exist only once ``numbax.distributed`` is imported, which this process's
+other tests must not see: tests/distributed/single_process.py runs the same check over
+every table in a fresh interpreter that imports it.
 """
 
 import numpy as np
 import pytest
 
-# Every module that registers primitives or fills a table: the collectives' primitives
-# and rules, the cpu and cuda code generators.
+# Every module that fills a table: the transforms and passes (through numbax), the cpu
+# and cuda code generators.
 import numbax
-import numbax.backends.cpu
-import numbax.backends.cuda.generators
-import numbax.distributed  # noqa: F401
+import numbax.backends.cpu.scalar
+import numbax.backends.cpu.scalar_values
+import numbax.backends.cuda.control
+import numbax.backends.cuda.generators  # noqa: F401
 from numbax.ir.primitive import PRIMITIVES, Pattern, Primitive
 from numbax.ir.rules import RuleTable
 from numbax.transforms.batching import BATCH_RULES
@@ -26,7 +30,7 @@ TABLES = list(RuleTable.TABLES)
 def test_the_tables_of_every_concern_are_found():
     names = {table.name for table in TABLES}
     expected = {"jvp", "vjp", "batching", "simplifications", "cpu scalar emitters"}
-    assert expected | {"cuda scalar rules", "cuda index maps"} <= names
+    assert expected | {"cuda scalar rules", "cuda index maps", "cuda host runners"} <= names
 
 
 @pytest.mark.parametrize("table", TABLES, ids=[table.name for table in TABLES])
@@ -63,6 +67,23 @@ def test_a_table_does_not_ask_for_what_it_declares_not_applicable(monkeypatch):
     lacking = {table.name for table in TABLES if prim in table.missing()}
     assert "jvp" not in lacking and "vjp" not in lacking
     assert "batching" in lacking
+
+
+def test_an_opaque_primitive_no_kernel_computes_needs_a_cuda_host_runner(monkeypatch):
+    prim = _fake_primitive(monkeypatch, Pattern.OPAQUE)
+    lacking = {table.name for table in TABLES if prim in table.missing()}
+    assert "cuda host runners" in lacking and "cuda scalar rules" not in lacking
+
+
+def test_a_rule_for_a_primitive_registered_later_is_keyed_by_it_once_registered(monkeypatch):
+    monkeypatch.setattr(RuleTable, "TABLES", [])
+    table = RuleTable("later")
+    runner = table.rule("fake_unary", registered_later=True)(lambda: "ran")
+    assert "fake_unary" not in table and len(table) == 0
+    with pytest.raises(KeyError, match="'not_yet'"):
+        table.rule("not_yet")  # a misspelt name is still an error without the flag
+    prim = _fake_primitive(monkeypatch)
+    assert prim in table and table[prim] is runner and list(table) == [prim]
 
 
 def test_a_name_is_looked_up_as_its_primitive():

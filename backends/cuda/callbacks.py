@@ -13,6 +13,7 @@ from ...ir.callbacks import call
 from ...ir.core import Eqn
 from ...ir.higher_order import kernel_p
 from . import device
+from .host_runners import RUNNERS
 
 NAMES = ("debug_callback", "pure_callback")
 
@@ -69,4 +70,5 @@ def run_pure_callback(executable, step, operands: list, stream) -> list:
     ]
 
 
-RUNNERS = {"debug_callback": run_debug_callback, "pure_callback": run_pure_callback}
+RUNNERS.rule("debug_callback")(run_debug_callback)
+RUNNERS.rule("pure_callback")(run_pure_callback)

@@ -28,13 +28,10 @@ kernels that read it.
 
 from __future__ import annotations
 
-from . import device
-from .callbacks import RUNNERS as CALLBACK_RUNNERS
+from . import callbacks, device, fft, linalg, sort  # noqa: F401  (they register runners)
 from .collectives import RUNNERS as COLLECTIVE_RUNNERS
-from .fft import RUNNERS as FFT_RUNNERS
-from .linalg import RUNNERS as LINALG_RUNNERS
+from .host_runners import RUNNERS
 from .narrow_floats import storage_dtype
-from .sort import RUNNERS as SORT_RUNNERS
 
 
 class Pool:
@@ -75,6 +72,7 @@ def _initial_carries(step, operands: list, stream) -> list:
     ]
 
 
+@RUNNERS.rule("cond")
 def run_cond(executable, step, operands: list, stream) -> list:
     index, *operands = operands
     last = len(step.bodies) - 1
@@ -82,6 +80,7 @@ def run_cond(executable, step, operands: list, stream) -> list:
     return executable.run_block(step.bodies[chosen], operands, stream)
 
 
+@RUNNERS.rule("while")
 def run_while(executable, step, operands: list, stream) -> list:
     p = step.eqn.params
     split = p["cond_nconsts"] + p["body_nconsts"]
@@ -100,6 +99,7 @@ def run_while(executable, step, operands: list, stream) -> list:
         carry = results
 
 
+@RUNNERS.rule("scan")
 def run_scan(executable, step, operands: list, stream) -> list:
     p = step.eqn.params
     n_consts, n_carry, length = p["num_consts"], p["num_carry"], p["length"]
@@ -124,13 +124,7 @@ def run_scan(executable, step, operands: list, stream) -> list:
     return carry + ys
 
 
-RUNNERS = {
-    "cond": run_cond,
-    "while": run_while,
-    "scan": run_scan,
-    **CALLBACK_RUNNERS,
-    **SORT_RUNNERS,
-    **LINALG_RUNNERS,
-    **FFT_RUNNERS,
-    **COLLECTIVE_RUNNERS,
-}
+# The collectives' primitives are registered once ``numbax.distributed`` or a collective
+# is used, not by importing this backend.
+for _name, _runner in COLLECTIVE_RUNNERS.items():
+    RUNNERS.rule(_name, registered_later=True)(_runner)

@@ -15,9 +15,11 @@ import numpy as np
 
 from ...ir.errors import MissingDependencyError
 from . import device
+from .host_runners import RUNNERS
 from .options import simulating
 
 
+@RUNNERS.rule("fft")
 def run_fft(executable, step, operands: list, stream) -> list:
     eqn = step.eqn
     (operand,), (atom,), (var,) = operands, step.inputs, step.outputs
@@ -55,6 +57,3 @@ def _cupy_fft(eqn, operand, atom, var, stream):
     flat = cupy.ascontiguousarray(result, dtype=var.aval.dtype).ravel()
     cupy.cuda.get_current_stream().synchronize()
     return cuda.as_cuda_array(flat)
-
-
-RUNNERS = {"fft": run_fft}

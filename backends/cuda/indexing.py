@@ -14,12 +14,17 @@ These rules make a data-movement op one thread per output element when it runs a
 from __future__ import annotations
 
 from ...ir import dtypes
-from ...ir.rules import RuleTable, any_primitive
+from ...ir.primitive import Pattern
+from ...ir.rules import RuleTable
 from .scalar import cast, constant
 from .writer import SCALAR, Index
 
-# Optional: a data-movement primitive without an index map runs as a kernel of its own.
-INDEX_RULES = RuleTable("cuda index maps", not_applicable=any_primitive)
+# Every broadcast and every injective primitive is an index map; so are the opaque
+# gather, dynamic_slice and dynamic_update_slice (``host_runners`` reads which).
+INDEX_RULES = RuleTable(
+    "cuda index maps",
+    not_applicable=lambda prim: prim.pattern not in (Pattern.BROADCAST, Pattern.INJECTIVE),
+)
 
 
 def parenthesize(expr: str) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...ir.errors import MissingDependencyError
 from . import device
+from .host_runners import RUNNERS
 from .options import simulating
 
 
@@ -145,4 +146,5 @@ _CUPY = {
     "eigh": _eigh,
     "svd": _svd,
 }
-RUNNERS = dict.fromkeys(_CUPY, run_linalg)
+NAMES = tuple(_CUPY)
+RUNNERS.rule(*NAMES)(run_linalg)

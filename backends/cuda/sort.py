@@ -10,10 +10,12 @@ runs the reference implementation, so the tests cover a program's sorts there to
 from __future__ import annotations
 
 from . import device
+from .host_runners import RUNNERS
 from .linalg import require_cupy
 from .options import simulating
 
 
+@RUNNERS.rule("sort")
 def run_sort(executable, step, operands: list, stream) -> list:
     eqn = step.eqn
     # The operands' shape is the results': an operand may be the unreshaped buffer of a
@@ -46,6 +48,3 @@ def _cupy_sort(eqn, shape, operands: list, stream) -> list:
     results = [cupy.take_along_axis(array, order, axis=axis).ravel() for array in arrays]
     cupy.cuda.get_current_stream().synchronize()
     return [cuda.as_cuda_array(result) for result in results]
-
-
-RUNNERS = {"sort": run_sort}

@@ -14,14 +14,12 @@ from .. import source as escape
 from . import loader
 from .callbacks import NAMES as CALLBACK_NAMES
 from .collectives import NAMES as COLLECTIVE_NAMES
-from .fft import RUNNERS as FFT_RUNNERS
-from .linalg import RUNNERS as LINALG_RUNNERS
-from .sort import RUNNERS as SORT_RUNNERS
+from .linalg import NAMES as LINALG_NAMES
 from .writer import KernelSource
 
 CONTROL_FLOW = ("cond", "while", "scan")  # run by the host over blocks of their bodies
 # Ops the host runs as steps of their own, between the kernels.
-HOST_OPS = (*CALLBACK_NAMES, *SORT_RUNNERS, *LINALG_RUNNERS, *FFT_RUNNERS, *COLLECTIVE_NAMES)
+HOST_OPS = (*CALLBACK_NAMES, "sort", *LINALG_NAMES, "fft", *COLLECTIVE_NAMES)
 
 
 @dataclass
