@@ -135,13 +135,19 @@ class Unit:
 def kernel_unit(kernel) -> Unit:
     """``kernel`` (a ``writer.KernelSource``) as a unit of compilation: a module of its
     own whose function is named after its key, the name the program gave it replaced."""
-    code = re.sub(rf"\b{re.escape(kernel.name)}\b", _PLACEHOLDER, kernel.source)
     dtypes = tuple(np.dtype(param.dtype) for param in kernel.params)
+    return _unit(kernel.name, kernel.source, dtypes, _versions(), _helpers_text())
+
+
+@functools.lru_cache(maxsize=1024)  # a compile and ``CudaProgram.units`` ask alike
+def _unit(given: str, source: str, dtypes: tuple, versions: str, helpers: str) -> Unit:
+    """The unit of a kernel the program named ``given``."""
+    code = re.sub(rf"\b{re.escape(given)}\b", _PLACEHOLDER, source)
     # The signature, in the key: the code alone does not tell a float32 from a float64.
     signature = f"PARAMETER_DTYPES = {tuple(dtype.name for dtype in dtypes)!r}"
     text = "\n".join([_UNIT_HEADER, "", KERNEL_IMPORTS, signature, "", "", code])
-    digest = hashlib.sha256(_versions().encode())
-    digest.update(_helpers_text().encode())
+    digest = hashlib.sha256(versions.encode())
+    digest.update(helpers.encode())
     digest.update(program_text(text).encode())
     key = digest.hexdigest()[:24]
     name = f"kernel_{key[:16]}"
