@@ -112,6 +112,8 @@ class RuleTable:
 
     def _settle(self) -> None:
         """Key the rules held by name by their primitives, once those are registered."""
+        if not self._later:
+            return
         for name in [name for name in self._later if name in PRIMITIVES]:
             fn, build = self._later.pop(name)
             self.rule(name, build=build)(fn)

@@ -18,8 +18,12 @@ from collections import Counter
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import has_side_effects
+from ..ir.rules import RuleTable
 from .dce import eliminate_dead_code
 from .rewrite import map_subjaxprs, use_counts
+
+# ``prune(eqn, used, counts) -> eqn`` without the carries nothing reads: only loops carry.
+PRUNERS = RuleTable("loop pruners", not_applicable=lambda prim: prim.name not in {"while", "scan"})
 
 
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
@@ -32,12 +36,13 @@ def prune_loops(jaxpr: Jaxpr, counts: Counter) -> Jaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
         used = [uses[v] > 0 for v in eqn.outputs]
-        if eqn.prim.name in PRUNERS and any(used):
-            eqn = PRUNERS[eqn.prim.name](eqn, used, counts)
+        if eqn.prim in PRUNERS and any(used):
+            eqn = PRUNERS[eqn.prim](eqn, used, counts)
         eqns.append(map_subjaxprs(eqn, lambda sub: prune_loops(sub, counts)))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
 
 
+@PRUNERS.rule("while")
 def _prune_while(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:
     params = eqn.params
     cond_n, body_n = params["cond_nconsts"], params["body_nconsts"]
@@ -65,6 +70,7 @@ def _prune_while(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:
     )
 
 
+@PRUNERS.rule("scan")
 def _prune_scan(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:
     params = eqn.params
     num_consts, num_carry, body = params["num_consts"], params["num_carry"], params["jaxpr"]
@@ -90,9 +96,6 @@ def _prune_scan(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:
         outputs=_kept(eqn.outputs, live + live_ys),
         params={**params, "jaxpr": body, "num_consts": len(consts), "num_carry": num_live},
     )
-
-
-PRUNERS = {"while": _prune_while, "scan": _prune_scan}
 
 
 def _close_over_dependencies(body: Jaxpr, carries, live_carries, live_ys) -> list[bool]:
