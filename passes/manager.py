@@ -103,6 +103,17 @@ class PassLog:
             out[record.name] = out.get(record.name, 0.0) + record.seconds
         return out
 
+    def add(self, name: str, changes, eqns_before: int, eqns_after: int) -> PassRecord:
+        """Record a rewrite run after the pipeline, on its result (a backend's rewrites
+        of the fused program), as the log's next pass."""
+        index = self.records[-1].index + 1 if self.records else 1
+        refusals = counted(changes)
+        kept = {k: v for k, v in changes.items() if k not in refusals}
+        record = PassRecord(index, name, None, None, kept, eqns_before, eqns_after)
+        record.refusals = refusals
+        self.records.append(record)
+        return record
+
     def refusals(self, name: str = "fusion") -> dict[Refusal, int]:
         """What every run of the pass ``name`` refused, counted by reason."""
         out: dict[Refusal, int] = {}

@@ -52,8 +52,8 @@ class CudaBackend:
 
     def lower(self, closed: ClosedJaxpr, name: str = "fn") -> CudaProgram:
         """The fused program and its generated kernels, not compiled."""
-        closed, _ = optimize(closed, name=name)
-        return build_program(closed, name, self.options)
+        closed, log = optimize(closed, name=name)
+        return build_program(closed, name, self.options, log)
 
     def compile(
         self, closed: ClosedJaxpr, name: str = "fn", writes: tuple[int, ...] = ()
@@ -61,9 +61,9 @@ class CudaBackend:
         """The executable of ``closed``, whose last outputs the caller writes into its
         arguments ``writes`` (``backends.results``)."""
         clock = Stopwatch()
-        fused, _ = optimize(closed, name=name)
+        fused, log = optimize(closed, name=name)
         optimize_s = clock.lap()
-        program = build_program(fused, name, self.options)
+        program = build_program(fused, name, self.options, log)
         codegen_s = clock.lap()
         try:
             executable = CudaExecutable(program, writes)

@@ -1,10 +1,12 @@
 """Which generator writes a kernel eqn, and the kernel's source from it.
 
-Each kernel gets a generator by what it contains (a contraction, reductions, a scatter,
-an update's window, a cumsum, or only elementwise and data-movement ops) and becomes one
-``cuda.jit`` function. A kernel beyond the generators (fusion made something new) is
-split into kernels of one op each (``split_kernel``), which run through memory; a plain
-eqn becomes a kernel of one op (``as_kernel``).
+Fusion decides each kernel's kind (``passes.kernels.decide``), and a kernel of a loop
+kind gets its kind's generator (``WRITERS``); an opaque kernel, one op, gets the
+generator of that op (a reduction over no axes, a scatter, an update's window, a cumsum,
+or a data-movement op). Each becomes one ``cuda.jit`` function. A kernel beyond the
+generators (fusion made something new) is split into kernels of one op each
+(``split_kernel``), which run through memory; a plain eqn becomes a kernel of one op
+(``as_kernel``), of the kind fusion gives it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.higher_order import kernel_p
 from ...ir.primitive import Pattern
 from ...passes.inline import inline_calls
+from ...passes.kernels import decide
 from ...passes.memory import updated_operand
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
@@ -27,11 +30,11 @@ from .writer import KernelSource, KernelWriter
 
 # Calls whose ``jaxpr`` param computes the outputs from all the operands: spliced in.
 CALLS = ("jit_call", "checkpoint", "custom_vjp_call", "custom_jvp_call")
-_KIND_OF_PATTERN = {
-    Pattern.ELEMENTWISE: "elementwise",
-    Pattern.BROADCAST: "elementwise",
-    Pattern.REDUCTION: "reduction",
-    Pattern.CONTRACTION: "contraction",
+# The generator of each loop kind of kernel; an opaque kernel's is its op's.
+WRITERS = {
+    "elementwise": map_kernel,
+    "reduction": reduction_kernel,
+    "contraction": contraction_kernel,
 }
 
 
@@ -62,7 +65,11 @@ def is_map(eqn: Eqn) -> bool:
 
 
 def generator_of(eqn: Eqn, body: Jaxpr):
-    """The generator a kernel eqn (``body`` its jaxpr, calls spliced in) calls for."""
+    """The generator a kernel eqn (``body`` its jaxpr, calls spliced in) calls for: its
+    kind's, or for an opaque kernel its op's."""
+    writer = WRITERS.get(eqn.params["kind"])
+    if writer is not None:
+        return writer
     names = {e.prim.name for e in body.eqns}
     if "dot_general" in names:
         return contraction_kernel
@@ -109,8 +116,7 @@ def as_kernel(eqn: Eqn) -> Eqn:
         outputs=[Var(v.aval) for v in eqn.outputs],
     )
     body = Jaxpr([], [env[v] for v in inputs], [inner], list(inner.outputs))
-    kind = _KIND_OF_PATTERN.get(eqn.prim.pattern, "opaque")
-    params = {"jaxpr": body, "kind": kind, "name": eqn.prim.name}
+    params = {"jaxpr": body, "kind": decide([inner]).kind, "name": eqn.prim.name}
     return Eqn(kernel_p, inputs, list(eqn.outputs), params, eqn.source_info)
 
 

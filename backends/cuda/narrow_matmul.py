@@ -17,26 +17,31 @@ kernel, and a kernel left without outputs with it.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ...ir import dtypes
 from ...ir.core import Eqn, Jaxpr, ShapedArray, Var
 from ...ir.higher_order import kernel_p
 from ...ir.primitive import PRIMITIVES
 
 
-def fold_widened_operands(jaxpr: Jaxpr) -> Jaxpr:
+def fold_widened_operands(jaxpr: Jaxpr, rewrites: Counter | None = None) -> Jaxpr:
     """``jaxpr`` (a block of kernel eqns) with every narrow-float widening that a
-    contraction kernel reads as a matmul operand done inside that kernel instead."""
+    contraction kernel reads as a matmul operand done inside that kernel instead;
+    ``rewrites`` counts the operands folded and the kernels left with no output."""
+    rewrites = Counter() if rewrites is None else rewrites
     narrow_source: dict = {}
     for eqn in jaxpr.eqns:
         narrow_source.update(widened_outputs(eqn))
     if not narrow_source:
         return jaxpr
-    eqns = [_folded(eqn, narrow_source) for eqn in jaxpr.eqns]
+    eqns = [_folded(eqn, narrow_source, rewrites) for eqn in jaxpr.eqns]
     read = {atom for eqn in eqns for atom in eqn.inputs if isinstance(atom, Var)}
     read.update(v for v in jaxpr.outvars if isinstance(v, Var))
     unread = {v for v in narrow_source if v not in read}
-    eqns = [pruned for eqn in eqns if (pruned := _without(eqn, unread)) is not None]
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+    kept = [pruned for eqn in eqns if (pruned := _without(eqn, unread)) is not None]
+    rewrites["widening_kernels_dropped"] += len(eqns) - len(kept)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.outvars)
 
 
 def widened_outputs(eqn: Eqn) -> dict:
@@ -60,7 +65,7 @@ def widened_outputs(eqn: Eqn) -> dict:
     return found
 
 
-def _folded(eqn: Eqn, narrow_source: dict) -> Eqn:
+def _folded(eqn: Eqn, narrow_source: dict, rewrites: Counter) -> Eqn:
     """A contraction kernel reading its widened matmul operands' narrow sources instead,
     each widened by a ``convert_element_type`` at the top of its body."""
     if eqn.prim is not kernel_p or eqn.params["kind"] != "contraction":
@@ -82,6 +87,7 @@ def _folded(eqn: Eqn, narrow_source: dict) -> Eqn:
         widenings.append(Eqn(convert, [narrow], [operand], params, dot.source_info))
     if not widenings:
         return eqn
+    rewrites["widened_operands_folded"] += len(widenings)
     body = Jaxpr(body.constvars, invars, widenings + body.eqns, body.outvars)
     return eqn.replace(inputs=inputs, params={**eqn.params, "jaxpr": body})
 

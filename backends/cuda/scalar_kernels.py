@@ -14,6 +14,7 @@ the block, or is read by a host step, control flow or another kind of kernel, st
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from ...ir.core import Eqn, Jaxpr, Var
@@ -21,8 +22,12 @@ from ...ir.higher_order import kernel_p
 from ...passes.inline import inline_calls
 
 
-def fold_scalar_kernels(jaxpr: Jaxpr, is_map: Callable[[Eqn], bool]) -> Jaxpr:
-    """``jaxpr`` with its foldable scalar kernels spliced into their readers."""
+def fold_scalar_kernels(
+    jaxpr: Jaxpr, is_map: Callable[[Eqn], bool], rewrites: Counter | None = None
+) -> Jaxpr:
+    """``jaxpr`` with its foldable scalar kernels spliced into their readers; ``rewrites``
+    counts the kernels folded."""
+    rewrites = Counter() if rewrites is None else rewrites
     eqns = list(jaxpr.eqns)
     readers: dict[Var, list[int]] = {}
     for index, eqn in enumerate(eqns):
@@ -44,6 +49,7 @@ def fold_scalar_kernels(jaxpr: Jaxpr, is_map: Callable[[Eqn], bool]) -> Jaxpr:
                     readers.setdefault(atom, []).append(k)
         dropped.add(index)
     kept = [eqn for index, eqn in enumerate(eqns) if index not in dropped]
+    rewrites["scalar_kernels_folded"] += len(dropped)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.outvars)
 
 
