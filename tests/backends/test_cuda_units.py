@@ -10,7 +10,6 @@ cache, so there every kernel a process has not compiled is new.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
@@ -18,9 +17,9 @@ import pytest
 import switches
 
 import numbax
-from numbax.config import config
+from numbax.config import config, cuda_simulator
 
-SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+SIMULATED = cuda_simulator()
 needs_a_device = pytest.mark.skipif(
     not (SIMULATED or switches.flag("NUMBAX_TEST_GPU")),
     reason="needs NUMBA_ENABLE_CUDASIM=1 (or NUMBAX_TEST_GPU=1 on a GPU machine)",
