@@ -27,13 +27,18 @@ from collections.abc import Callable
 import numpy as np
 
 from .core import Jaxpr, Literal
+from .primitive import Pattern
+from .rules import RuleTable
 
 # run(jaxpr, consts, *values) -> outputs: how a body rule evaluates its sub-jaxprs.
 Run = Callable[..., list]
 
-# Primitive name -> rule(run, operands, **params) -> outputs. Filled by the modules that
-# register primitives with sub-jaxprs (control_flow.py, higher_order.py).
-BODY_RULES: dict[str, Callable] = {}
+# rule(run, operands, **params) -> outputs of every primitive with sub-jaxprs, filled by
+# the modules that register them (control_flow.py, higher_order.py) before registering
+# the primitive (the rule is its reference implementation); the others have their impl.
+BODY_RULES = RuleTable(
+    "interpreter body rules", not_applicable=lambda prim: prim.pattern is not Pattern.CONTROL
+)
 
 
 class Stopped(Exception):
@@ -63,7 +68,7 @@ def body_rule(name: str, rule: Callable) -> Callable:
     """Register ``rule(run, operands, **params)`` as the interpreter's rule for the
     primitive ``name``; returns the primitive's reference implementation (the rule, run
     by an interpreter that never stops)."""
-    BODY_RULES[name] = rule
+    BODY_RULES.rule(name, registered_later=True)(rule)
 
     def reference_impl(*operands, **params):
         with np.errstate(all="ignore"):
@@ -139,7 +144,7 @@ def _step(eqn) -> Callable:
     (``np.errstate``, whose enter and exit cost more than a scalar op) is called unwrapped:
     ``eval_jaxpr`` runs every step in one quiet errstate (a third less time per step on
     adi's scalar index arithmetic)."""
-    params, rule = eqn.params, BODY_RULES.get(eqn.prim.name)
+    params, rule = eqn.params, BODY_RULES.get(eqn.prim)
     if rule is not None:
         return lambda run, operands: rule(run, operands, **params)
     impl = eqn.prim.impl_rule
@@ -161,4 +166,4 @@ def _broadcast_view(run, operands, *, shape, broadcast_dimensions):
     return [np.broadcast_to(np.reshape(x, expanded), shape)]
 
 
-BODY_RULES["broadcast_in_dim"] = _broadcast_view
+BODY_RULES.rule("broadcast_in_dim", registered_later=True)(_broadcast_view)

@@ -146,7 +146,7 @@ class RuleTable:
 
     def names(self) -> set[str]:
         """The names of the primitives that have a rule."""
-        return {prim.name for prim in self._rules}
+        return {prim.name for prim in self}
 
     def missing(self) -> list[Primitive]:
         """The registered primitives this table should have a rule for and has not."""

@@ -29,7 +29,8 @@ TABLES = list(RuleTable.TABLES)
 
 def test_the_tables_of_every_concern_are_found():
     names = {table.name for table in TABLES}
-    expected = {"jvp", "vjp", "batching", "simplifications", "cpu scalar emitters"}
+    expected = {"jvp", "vjp", "batching", "simplifications", "interpreter body rules"}
+    expected |= {"cpu scalar emitters", "cpu scalar forms", "loop pruners"}
     assert expected | {"cuda scalar rules", "cuda index maps", "cuda host runners"} <= names
 
 
@@ -83,6 +84,7 @@ def test_a_rule_for_a_primitive_registered_later_is_keyed_by_it_once_registered(
     with pytest.raises(KeyError, match="'not_yet'"):
         table.rule("not_yet")  # a misspelt name is still an error without the flag
     prim = _fake_primitive(monkeypatch)
+    assert table.names() == {"fake_unary"}
     assert prim in table and table[prim] is runner and list(table) == [prim]
 
 
