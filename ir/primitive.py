@@ -2,8 +2,9 @@
 
 A ``Primitive`` is a name plus the three things every stage of the pipeline reads:
 its shape/dtype rule (``abstract_eval``), its NumPy reference implementation (``impl``,
-the oracle) and its pattern class (what fusion may do with it). Transforms and
-backends keep their own per-primitive tables, keyed by the same objects.
+the oracle) and its pattern class (what fusion may do with it). Transforms, passes and
+backends keep their own per-primitive tables, keyed by the same objects: each an
+``ir.rules.RuleTable``.
 """
 
 from __future__ import annotations
