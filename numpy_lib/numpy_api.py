@@ -239,7 +239,7 @@ for _name, _implementation in numpy_fft.FUNCTIONS.items():
     HANDLED_FUNCTIONS[getattr(np.fft, _name)] = _implementation
 
 # The NumPy functions that return views of their argument return numbax's views (a write
-# through one reaches its base): wrapped last, over the implementations registered above.
+# through one reaches its base): views.FUNCTIONS, put in last over the plain ones above.
 from . import views as _views  # noqa: E402
 
 for _name, _implementation in _views.FUNCTIONS.items():

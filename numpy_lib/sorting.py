@@ -421,77 +421,44 @@ def _quantile(a, q, axis, out, method, keepdims, interpolation, weights, name, i
     return result if out is None else write_out(out, result, name, "unsafe")
 
 
-def quantile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-    interpolation=None,
-):
-    return _quantile(a, q, axis, out, method, keepdims, interpolation, weights, "quantile", False)
-
-
 def _fraction(q):
     """A percentage as a fraction; a Python number stays one (it promotes weakly)."""
     return q / 100 if isinstance(q, (int, float)) else ufuncs.true_divide(q, 100)
 
 
-def percentile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-    interpolation=None,
-):
-    return _quantile(
-        a, _fraction(q), axis, out, method, keepdims, interpolation, weights, "percentile", False
-    )
+def _quantile_function(name: str, ignore_nan: bool, percent: bool):
+    """NumPy's ``name``: quantile and percentile (q in percent), and their nan- twins,
+    which skip NaNs; all four have NumPy's one signature."""
+
+    def function(
+        a,
+        q,
+        axis=None,
+        out=None,
+        overwrite_input=False,
+        method="linear",
+        keepdims=False,
+        *,
+        weights=None,
+        interpolation=None,
+    ):
+        q = _fraction(q) if percent else q
+        return _quantile(
+            a, q, axis, out, method, keepdims, interpolation, weights, name, ignore_nan
+        )
+
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+quantile = _quantile_function("quantile", ignore_nan=False, percent=False)
+percentile = _quantile_function("percentile", ignore_nan=False, percent=True)
+nanquantile = _quantile_function("nanquantile", ignore_nan=True, percent=False)
+nanpercentile = _quantile_function("nanpercentile", ignore_nan=True, percent=True)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return _quantile(a, 0.5, axis, out, "linear", keepdims, None, None, "median", False)
-
-
-def nanquantile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-    interpolation=None,
-):
-    return _quantile(a, q, axis, out, method, keepdims, interpolation, weights, "nanquantile", True)
-
-
-def nanpercentile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
-    *,
-    weights=None,
-    interpolation=None,
-):
-    return _quantile(
-        a, _fraction(q), axis, out, method, keepdims, interpolation, weights, "nanpercentile", True
-    )
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
