@@ -79,20 +79,23 @@ def real_if_close(a, tol=100):
     return np.real_if_close(x, tol) if dtypes.is_complex(x.dtype) else x
 
 
-@implements(FUNCTIONS, "isreal")
-def isreal(x):
+def _imaginary_part_test(x, compare, of_a_real: bool):
+    """``compare`` (``lax.eq``, ``lax.ne``) of each imaginary part of ``x`` with 0; for a
+    real ``x``, whose imaginary parts are all 0, ``of_a_real`` everywhere."""
     x = asarray(x)
     if dtypes.is_complex(x.dtype):
-        return lax.eq(imag_part(x), np.zeros((), dtypes.real_dtype(x.dtype)))
-    return lax.full(shape_of(x), True, dtypes.bool_)
+        return compare(imag_part(x), np.zeros((), dtypes.real_dtype(x.dtype)))
+    return lax.full(shape_of(x), of_a_real, dtypes.bool_)
+
+
+@implements(FUNCTIONS, "isreal")
+def isreal(x):
+    return _imaginary_part_test(x, lax.eq, of_a_real=True)
 
 
 @implements(FUNCTIONS, "iscomplex")
 def iscomplex(x):
-    x = asarray(x)
-    if dtypes.is_complex(x.dtype):
-        return lax.ne(imag_part(x), np.zeros((), dtypes.real_dtype(x.dtype)))
-    return lax.full(shape_of(x), False, dtypes.bool_)
+    return _imaginary_part_test(x, lax.ne, of_a_real=False)
 
 
 @implements(FUNCTIONS, "iscomplexobj")
