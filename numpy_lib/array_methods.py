@@ -254,32 +254,6 @@ _METHODS = {
     "__pos__": xnp.positive,
     "__abs__": xnp.absolute,
     "__invert__": xnp.invert,
-    "__add__": xnp.add,
-    "__radd__": _swap(xnp.add),
-    "__sub__": xnp.subtract,
-    "__rsub__": _swap(xnp.subtract),
-    "__mul__": xnp.multiply,
-    "__rmul__": _swap(xnp.multiply),
-    "__truediv__": xnp.true_divide,
-    "__rtruediv__": _swap(xnp.true_divide),
-    "__floordiv__": xnp.floor_divide,
-    "__rfloordiv__": _swap(xnp.floor_divide),
-    "__mod__": xnp.remainder,
-    "__rmod__": _swap(xnp.remainder),
-    "__pow__": xnp.power,
-    "__rpow__": _swap(xnp.power),
-    "__matmul__": xnp.matmul,
-    "__rmatmul__": _swap(xnp.matmul),
-    "__and__": xnp.bitwise_and,
-    "__rand__": _swap(xnp.bitwise_and),
-    "__or__": xnp.bitwise_or,
-    "__ror__": _swap(xnp.bitwise_or),
-    "__xor__": xnp.bitwise_xor,
-    "__rxor__": _swap(xnp.bitwise_xor),
-    "__lshift__": xnp.left_shift,
-    "__rlshift__": _swap(xnp.left_shift),
-    "__rshift__": xnp.right_shift,
-    "__rrshift__": _swap(xnp.right_shift),
     "__eq__": xnp.equal,
     "__ne__": xnp.not_equal,
     "__lt__": xnp.less,
@@ -334,8 +308,10 @@ _REDUCTION_METHODS = (
     "trace",
 )  # fmt: skip
 
-# ``x op= v``: the operator's symbol, and the ufunc that computes it.
-_INPLACE_OPERATORS = {
+# Python's binary operators: the stem of the method's name, the symbol, and the ufunc that
+# computes it. Each gives ``x op v`` (``__add__``), ``v op x`` (``__radd__``) and
+# ``x op= v`` (``__iadd__``).
+_BINARY_OPERATORS = {
     "add": ("+", xnp.add),
     "sub": ("-", xnp.subtract),
     "mul": ("*", xnp.multiply),
@@ -350,6 +326,9 @@ _INPLACE_OPERATORS = {
     "lshift": ("<<", xnp.left_shift),
     "rshift": (">>", xnp.right_shift),
 }
+for _stem, (_symbol, _ufunc) in _BINARY_OPERATORS.items():
+    _METHODS[f"__{_stem}__"] = _ufunc
+    _METHODS[f"__r{_stem}__"] = _swap(_ufunc)
 
 
 def install() -> None:
@@ -363,7 +342,7 @@ def install() -> None:
         if name.startswith("__") and name not in protocols + containers:
             fn = _python_arithmetic(fn)
         setattr(Tracer, name, fn)
-    for name, (symbol, ufunc) in _INPLACE_OPERATORS.items():
+    for name, (symbol, ufunc) in _BINARY_OPERATORS.items():
         setattr(Tracer, f"__i{name}__", functionalize.inplace_operator(ufunc, symbol))
     Tracer.shape = property(lambda self: self.aval.shape, views.set_shape)
     Tracer.T = property(lambda self: xnp.transpose(self))
