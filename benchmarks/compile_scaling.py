@@ -113,16 +113,14 @@ def _renamed(function: Callable, name: str) -> Callable:
     return function
 
 
-def numbax_stages(shape: str, ops: int, compile_it: bool, index: int) -> Stages:
-    import numbax
-    import numbax.numpy as xnp
+def _traced_and_optimized(jitted, args, function: Callable):
+    """``jitted`` lowered at ``args`` and its program optimized, each timed in a new
+    ``Stages`` (with the program's size and its slowest pass)."""
     from numbax import passes
 
-    function, args = SHAPES[shape](xnp, ops)
-    function = _renamed(function, f"{shape}_{ops}_{index}")
     stages = Stages()
     start = time.perf_counter()
-    lowered = numbax.jit(function, tiered=False).lower(*args)
+    lowered = jitted.lower(*args)
     stages.trace_s = time.perf_counter() - start
     stages.eqns = len(lowered.jaxpr.eqns)
     start = time.perf_counter()
@@ -130,6 +128,16 @@ def numbax_stages(shape: str, ops: int, compile_it: bool, index: int) -> Stages:
     stages.optimize_s = time.perf_counter() - start
     name, seconds = max(log.seconds().items(), key=lambda item: item[1])
     stages.slowest_pass = f"{name} {seconds:.2f} s"
+    return lowered, stages
+
+
+def numbax_stages(shape: str, ops: int, compile_it: bool, index: int) -> Stages:
+    import numbax
+    import numbax.numpy as xnp
+
+    function, args = SHAPES[shape](xnp, ops)
+    function = _renamed(function, f"{shape}_{ops}_{index}")
+    lowered, stages = _traced_and_optimized(numbax.jit(function, tiered=False), args, function)
     if not compile_it:
         stages.note = "not compiled: the previous size took longer than the budget"
         return stages
@@ -164,22 +172,13 @@ def transformer_stages(layers: int, scale: str) -> Stages:
     """numbax's stages for the transformer at ``layers`` layers, measured in this process
     (``transformer_row`` runs it in a fresh one)."""
     import numbax
-    from numbax import passes
 
     from .model_workloads import TRANSFORMER_LAYER_ROWS, _numbax_loss, model_workload
 
     workload = model_workload(TRANSFORMER_LAYER_ROWS[layers], scale)
     loss = _renamed(_numbax_loss(workload.program), f"transformer_{layers}_layers")
-    stages = Stages()
-    start = time.perf_counter()
-    lowered = numbax.jit(numbax.value_and_grad(loss), tiered=False).lower(*workload.inputs)
-    stages.trace_s = time.perf_counter() - start
-    stages.eqns = len(lowered.jaxpr.eqns)
-    start = time.perf_counter()
-    _, log = passes.optimize(lowered.jaxpr, name=loss.__name__)
-    stages.optimize_s = time.perf_counter() - start
-    name, seconds = max(log.seconds().items(), key=lambda item: item[1])
-    stages.slowest_pass = f"{name} {seconds:.2f} s"
+    jitted = numbax.jit(numbax.value_and_grad(loss), tiered=False)
+    lowered, stages = _traced_and_optimized(jitted, workload.inputs, loss)
     _, result = _compiled_and_run(lowered, workload.inputs, stages)
     workload.custom_check(result, workload.reference_program())
     return stages
