@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from fastmath_references import REFERENCES, njit_loop
 from numba import njit
 
 import numbax
@@ -26,42 +27,10 @@ CLOSEST_TO_HALF_PI_MULTIPLE = 6381956970095103 * 2.0**797
 MEASURED_MAX_ULP: dict = {}  # (name, dtype) -> max error over every input tried
 
 
-def logistic(x):
-    return 1 / (1 + np.exp(-x))
-
-
-REFERENCES = {
-    "exp": np.exp,
-    "expm1": np.expm1,
-    "log": np.log,
-    "log1p": np.log1p,
-    "tanh": np.tanh,
-    "logistic": logistic,
-    "sin": np.sin,
-    "cos": np.cos,
-}
-
-_compiled: dict = {}
-
-
-def compiled(name, dtype):
-    """An njit loop applying the function to an array, compiled once per session."""
-    if (name, dtype) not in _compiled:
-        function = fastmath.FUNCTIONS[(name, dtype)]
-
-        @njit
-        def apply(x, out):
-            for i in range(x.size):
-                out[i] = function(x[i])
-
-        _compiled[(name, dtype)] = apply
-    return _compiled[(name, dtype)]
-
-
 def evaluate(name, dtype, x):
     x = np.ascontiguousarray(x, dtype=dtype)
     out = np.empty_like(x)
-    compiled(name, dtype)(x, out)
+    njit_loop(name, dtype)(x, out)
     return out
 
 
