@@ -32,6 +32,7 @@ from .tracer.lax import (
     dynamic_slice,
     dynamic_update_slice,
     eq,
+    erf,
     exp,
     expand_dims,
     expm1,
@@ -81,7 +82,7 @@ def iota(dtype, size: int):
 __all__ = [
     "abs", "add", "argmax", "argmin", "atan2", "broadcast_in_dim", "broadcasted_iota", "ceil",
     "concatenate", "cond", "convert_element_type", "cos", "cumsum", "div", "dot_general",
-    "dynamic_slice", "dynamic_update_slice", "eq", "exp", "expand_dims", "expm1", "floor",
+    "dynamic_slice", "dynamic_update_slice", "eq", "erf", "exp", "expand_dims", "expm1", "floor",
     "fori_loop", "ge", "gt", "integer_pow", "iota", "le", "log", "log1p", "logistic", "lt",
     "map", "max", "min", "mul", "ne", "neg", "pow", "reduce_max", "reduce_min", "reduce_prod",
     "reduce_sum", "rem", "reshape", "round", "rsqrt", "scan", "select", "sign", "sin", "slice",

@@ -106,6 +106,15 @@ def _rsqrt(x):
     return 1 / np.sqrt(x)
 
 
+@_in_float64
+def _erf(x):
+    # NumPy has no erf; SciPy, a dependency of numbax, is imported only when one is
+    # evaluated (``ir`` imports NumPy alone). Within an ulp of float64.
+    from scipy.special import erf
+
+    return erf(x)
+
+
 # name: (NumPy reference, accepted dtype kinds, expensive, differentiable)
 UNARY = {
     "neg": (np.negative, ARITHMETIC, False, True),
@@ -117,6 +126,7 @@ UNARY = {
     "cos": (_in_float64(np.cos), INEXACT, True, True),
     "tanh": (_in_float64(np.tanh), INEXACT, True, True),
     "logistic": (_logistic, FLOAT, True, True),
+    "erf": (_erf, FLOAT, True, True),
     "sqrt": (np.sqrt, INEXACT, True, True),
     "rsqrt": (_rsqrt, INEXACT, True, True),
     "abs": (np.abs, ARITHMETIC, False, True),

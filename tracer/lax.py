@@ -41,6 +41,7 @@ def _binary(name):
 neg, exp, log, log1p, expm1, sin, cos, tanh, logistic = map(
     _unary, ["neg", "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "logistic"]
 )
+erf = _unary("erf")
 sqrt, rsqrt, abs, sign, floor, ceil, round, logical_not, stop_gradient = map(
     _unary, ["sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "round", "not", "stop_gradient"]
 )

@@ -133,6 +133,7 @@ ELEMENTWISE = {
     "cos": (lambda t, x, out: -t * lax.sin(x),),
     "tanh": (lambda t, x, out: t * (1 - out * out),),
     "logistic": (lambda t, x, out: t * out * (1 - out),),
+    "erf": (lambda t, x, out: t * (2 / math.sqrt(math.pi)) * lax.exp(-(x * x)),),
     "sqrt": (lambda t, x, out: t / (2 * out),),
     "rsqrt": (lambda t, x, out: -0.5 * t * out / x,),
     # |x|' = sign(x): 0 at x = 0, as in JAX.

@@ -27,7 +27,7 @@ from .. import source as escape
 INTRINSICS = "numbax.backends.cpu.intrinsics"
 NARROW_FLOATS = "numbax.backends.cpu.narrow_floats"
 MATHLIB = "numbax.backends.cpu.mathlib"
-FASTMATH_PRIMITIVES = ("exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos")
+FASTMATH_PRIMITIVES = ("exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "erf")
 
 
 class ScalarContext(Protocol):

@@ -35,6 +35,7 @@ FUNCTIONS = {
     "sin": np.sin,
     "cos": np.cos,
     "tanh": np.tanh,
+    "erf": math.erf,  # NumPy has none; math.erf of a NumPy scalar is quiet (erf(inf) = 1)
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x),
     "floor": np.floor,

@@ -39,7 +39,7 @@ SCALAR_RULES = RuleTable(
 
 
 for _name in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sqrt", "rsqrt", "floor",
-              "ceil"):  # fmt: skip
+              "ceil", "erf"):  # fmt: skip
     SCALAR_RULES.rule(_name)(lambda args, eqn, _n=_name: libdevice(_n, _dtype(eqn), args[0]))
 
 # half-even

@@ -36,7 +36,7 @@ def _sample(*args, **params):
 
 SAMPLES = {
     **{name: _sample(F) for name in ["neg", "exp", "sin", "cos", "tanh", "logistic", "abs",
-                                     "sign", "floor", "ceil", "round", "expm1"]},
+                                     "sign", "floor", "ceil", "round", "expm1", "erf"]},
     **{name: _sample(POS) for name in ["log", "log1p", "sqrt", "rsqrt"]},
     "not": _sample(B),
     **{name: _sample(F, F32.astype(np.float64)) for name in ["add", "sub", "mul", "max", "min",

@@ -46,7 +46,7 @@ def grid(*shape):
 UNARY = {
     "neg": normal, "exp": normal, "log": positive, "log1p": positive, "expm1": normal,
     "sin": normal, "cos": normal, "tanh": normal, "logistic": normal, "sqrt": positive,
-    "rsqrt": positive, "abs": nonzero,
+    "rsqrt": positive, "abs": nonzero, "erf": normal,
 }  # fmt: skip
 BINARY = {
     "add": (normal, normal), "sub": (normal, normal), "mul": (normal, normal),
