@@ -17,10 +17,8 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.errors import UnsupportedFunctionError, at_line
 from ..tracer import lax
 from ..tracer.promote import asarray
-from ..tracer.source_info import user_frame_info
 from . import numpy_api as xnp
 
 __all__ = ["gelu", "log_softmax", "logsumexp", "one_hot", "relu", "sigmoid", "softmax"]
@@ -39,19 +37,17 @@ def sigmoid(x):
 
 
 def gelu(x, approximate: bool = True):
-    """GELU; the tanh approximation by default, as ``jax.nn.gelu``."""
+    """GELU; the tanh approximation by default, as ``jax.nn.gelu``; with
+    ``approximate=False`` the exact ``x/2 (1 + erf(x / sqrt 2))``."""
     x = asarray(x)
+    if not dtypes.is_float(x.dtype):
+        x = lax.convert_element_type(x, dtypes.float64)
     if approximate:
         c = math.sqrt(2.0 / math.pi)
         inner = xnp.multiply(c, xnp.add(x, xnp.multiply(0.044715, xnp.power(x, 3))))
         return xnp.multiply(xnp.multiply(0.5, x), xnp.add(1.0, xnp.tanh(inner)))
-    raise UnsupportedFunctionError(
-        at_line(
-            "gelu(approximate=False) needs erf, which numbax lacks; use the default "
-            "approximate=True (the tanh form, as jax.nn.gelu)",
-            user_frame_info(),
-        )
-    )
+    erf = lax.erf(xnp.multiply(x, 1 / math.sqrt(2.0)))
+    return xnp.multiply(xnp.multiply(0.5, x), xnp.add(1.0, erf))
 
 
 def _stable_max(x, axis):

@@ -1,20 +1,20 @@
-"""The error function, its complement and its inverse, written in numbax primitives.
+"""The error function, its complement and its inverse.
 
-numbax has no ``erf`` primitive, so these are compositions that trace, fuse and compile
-like any other program (``numbax.random.truncated_normal`` samples through them):
+``erf`` is the ``erf`` primitive (compiled: ``backends/cpu/fastmath.py``, within 2 ulps
+in float64 and 6 in float32; its derivative is ``2/sqrt(pi) exp(-x^2)``). ``erfc`` and
+``erfinv`` are compositions over it that trace, fuse and compile like any other program
+(``numbax.random.truncated_normal`` samples through them):
 
-- ``erf`` below 2 sums ``2/sqrt(pi) x exp(-x^2) sum (2x^2)^n / (2n+1)!!``, a series of
-  positive terms (no cancellation), 40 of them;
-- ``erfc`` from 2 on evaluates Laplace's continued fraction
+- ``erfc`` below 2 is ``1 - erf(x)``; from 2 on it evaluates Laplace's continued fraction
   ``exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`` backwards over 60
   levels, which keeps the complement's *relative* accuracy deep in the tail;
 - ``erfinv`` starts from Winitzki's closed form (relative error about 2e-3) and takes
   three Halley steps, measuring the residual against ``erfc`` where ``|x| > 0.5`` so
   that ``1 - |x|`` (exact there) and not ``x`` carries the precision near +-1.
 
-Measured against SciPy in float64: ``erf`` within 2e-15 absolute, ``erfc`` within 2e-13
-relative (the worst just below 2, where it is ``1 - erf``), ``erfinv`` within 2e-14
-relative; in float32, float32's precision. The term counts are fixed, so the program is static.
+Measured against SciPy in float64: ``erfc`` within 2e-13 relative (the worst just
+below 2, where it is ``1 - erf``), ``erfinv`` within 2e-14 relative; in float32, float32's
+precision. The term counts are fixed, so the program is static.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import math
 import numpy as np
 
 from ..ir import dtypes
+from ..tracer import lax
 from ..tracer.promote import asarray
 from . import numpy_api as xnp
 
-_SERIES_TERMS = 40
 _FRACTION_LEVELS = 60
 _SERIES_BELOW = 2.0
 _WINITZKI_A = 0.147
@@ -37,16 +37,6 @@ _HALLEY_STEPS = 3
 def _float(x):
     x = asarray(x)
     return x if dtypes.is_float(x.dtype) else xnp.array(x, dtype=dtypes.float64)
-
-
-def _erf_series(x):
-    twice_square = xnp.multiply(2.0, xnp.multiply(x, x))
-    term, total = x, x
-    for n in range(1, _SERIES_TERMS + 1):
-        term = xnp.multiply(term, xnp.divide(twice_square, 2.0 * n + 1.0))
-        total = xnp.add(total, term)
-    scale = xnp.multiply(2.0 / math.sqrt(math.pi), xnp.exp(xnp.negative(xnp.multiply(x, x))))
-    return xnp.multiply(total, scale)
 
 
 def _erfc_fraction(x):
@@ -67,16 +57,13 @@ def erf(x):
     >>> round(float(erf(0.5)), 12)
     0.520499877813
     """
-    x = _float(x)
-    magnitude = xnp.absolute(x)
-    tail = xnp.multiply(xnp.sign(x), xnp.subtract(1.0, _erfc_fraction(magnitude)))
-    return xnp.where(magnitude < _SERIES_BELOW, _erf_series(x), tail)
+    return lax.erf(_float(x))
 
 
 def erfc(x):
     """``1 - erf(x)``, keeping its relative accuracy for large positive ``x``."""
     x = _float(x)
-    near = xnp.subtract(1.0, _erf_series(x))
+    near = xnp.subtract(1.0, erf(x))
     far = _erfc_fraction(xnp.absolute(x))
     far = xnp.where(x > 0, far, xnp.subtract(2.0, far))
     return xnp.where(xnp.absolute(x) < _SERIES_BELOW, near, far)
