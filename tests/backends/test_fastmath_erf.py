@@ -179,3 +179,18 @@ def test_cuda_simulator_erf_matches_scipy():
         timeout=600,
     )
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("dtype", [FLOAT32, FLOAT64], ids=["f32", "f64"])
+def test_the_interpreted_first_call_and_the_compiled_program_agree(dtype):
+    """The tiered first call evaluates SciPy's erf (in float64, rounded once); the compiled
+    program fastmath's: within fastmath's bound plus the reference's rounding."""
+    x = np.concatenate([np.linspace(-7, 7, 20_001), [0.0, -0.0, np.inf, -np.inf]]).astype(dtype)
+    f = numbax.jit(numbax.scipy.special.erf, backend="cpu", tiered=True)
+    interpreted = f(x)
+    assert f.interpreted_calls == 1
+    f.wait_compiled()
+    compiled = f(x)
+    assert f.interpreted_calls == 1  # the compiled program answered
+    errors = ulps(compiled, interpreted.astype(np.float64), dtype)
+    assert errors.max() <= fastmath.ULP_BOUNDS[("erf", dtype)] + 1, x[errors.argmax()]
