@@ -12,9 +12,10 @@ in float64 and 6 in float32; its derivative is ``2/sqrt(pi) exp(-x^2)``). ``erfc
   three Halley steps, measuring the residual against ``erfc`` where ``|x| > 0.5`` so
   that ``1 - |x|`` (exact there) and not ``x`` carries the precision near +-1.
 
-Measured against SciPy in float64: ``erfc`` within 2e-13 relative (the worst just
-below 2, where it is ``1 - erf``), ``erfinv`` within 2e-14 relative; in float32, float32's
-precision. The term counts are fixed, so the program is static.
+Measured against SciPy (compiled, 2026-12-05): in float64 ``erfc`` within 1.3e-14
+relative (the worst just below 2, where it is ``1 - erf``), ``erfinv`` within 1.6e-15; in
+float32 ``erfc`` within 3.6e-5 (``1 - erf`` near 2 magnifies erf's few ulps) and ``erfinv``
+within 4e-6. The term counts are fixed, so the program is static.
 """
 
 from __future__ import annotations
