@@ -25,8 +25,10 @@ import math
 import numpy as np
 
 from ..ir import dtypes
+from ..ir.errors import UnsupportedFunctionError, at_line
 from ..tracer import lax
 from ..tracer.promote import asarray
+from ..tracer.source_info import user_frame_info
 from . import numpy_api as xnp
 
 _FRACTION_LEVELS = 60
@@ -37,6 +39,13 @@ _HALLEY_STEPS = 3
 
 def _float(x):
     x = asarray(x)
+    if dtypes.is_complex(x.dtype):  # SciPy's erf and erfc take complex numbers; ours do not
+        message = (
+            f"erf, erfc and erfinv of a complex array ({x.dtype}) are not supported: numbax "
+            "computes them for real arguments only. Pass x.real, or call SciPy outside the "
+            "traced function"
+        )
+        raise UnsupportedFunctionError(at_line(message, user_frame_info()))
     return x if dtypes.is_float(x.dtype) else xnp.array(x, dtype=dtypes.float64)
 
 

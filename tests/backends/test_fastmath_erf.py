@@ -194,3 +194,11 @@ def test_the_interpreted_first_call_and_the_compiled_program_agree(dtype):
     assert f.interpreted_calls == 1  # the compiled program answered
     errors = ulps(compiled, interpreted.astype(np.float64), dtype)
     assert errors.max() <= fastmath.ULP_BOUNDS[("erf", dtype)] + 1, x[errors.argmax()]
+
+
+def test_erf_of_a_complex_array_is_refused_at_the_users_line():
+    with pytest.raises(numbax.UnsupportedFunctionError) as info:
+        numbax.jit(lambda z: numbax.scipy.special.erf(z))(np.ones(3, complex))  # the mistake
+    message = str(info.value)
+    assert "complex" in message and "x.real" in message
+    assert f"{__file__}:" in message
