@@ -15,6 +15,7 @@
 | NUMBAX_MPI_CHECK           | 1: processes check each collective matches (distributed.md) |
 | NUMBAX_CUDA_NCCL           | 0: cuda collectives staged through MPI, not NCCL (CuPy)     |
 | NUMBAX_PROGRESS            | 0: no progress line on stderr during a long compile         |
+| NUMBAX_STEPS               | 0: cpu launchers compiled as code, never run as steps       |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -77,6 +78,9 @@ class Config:
     # A compile running past two seconds shows its progress on stderr, when stderr is a
     # terminal or compiles are logged (backends/compile_progress.py).
     progress: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_PROGRESS"))
+    # A cpu program of kernel calls alone runs as steps, with no launcher code of its own
+    # to compile (backends/cpu/steps.py); off: every launcher is compiled code.
+    steps: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_STEPS"))
 
 
 config = Config()

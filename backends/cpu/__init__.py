@@ -76,7 +76,7 @@ class CpuBackend:
         """The executable of ``closed``; ``optimize=False`` skips the passes (each eqn is
         then its own kernel), for tests and for debugging the passes. The caller writes
         the last outputs into its arguments ``writes`` (``backends.results``)."""
-        from . import cache, units
+        from . import cache, step_machine, units
         from .executable import CpuExecutable
         from .program import write_program
 
@@ -98,6 +98,8 @@ class CpuBackend:
             generated.units, config.cache_dir, started, progress.kernel_done
         )
         kernels_s = clock.elapsed() - launcher_s
+        if generated.steps:  # the machine that runs them, after the kernels (``steps``)
+            addresses = step_machine.with_machine(addresses)
         outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
         llvm_s = None if in_memory else cache.llvm_seconds(function)
         kernels = kernels if generated.units else None

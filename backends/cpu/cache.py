@@ -44,8 +44,16 @@ from ..compile_cache import KeyedLock, helpers_text, program_text
 
 _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
 # The program's machine code holds theirs (Numba links a callee into its caller's cache).
-_HELPERS = ("fastmath.py", "intrinsics.py", "mathlib.py", "linalg.py", "lapack.py", "sorting.py")
-_HELPERS += ("launch.py",)  # how a launcher calls its kernels (``units.py``)
+_HELPERS = (
+    "fastmath.py",
+    "fastmath_blocks.py",
+    "intrinsics.py",
+    "mathlib.py",
+    "linalg.py",
+    "lapack.py",
+    "sorting.py",
+)
+_HELPERS += ("launch.py", "step_machine.py")  # how a launcher calls its kernels (``units.py``)
 _HELPERS += ("gemm.py",)  # how a product kernel calls BLAS: inlined in its machine code
 _HELPERS += ("mpi_calls.py",)  # a collective's MPI calls (``collectives.py``), linked by symbol
 # threefry2x32's helpers and the IR's algorithm they compile (``backends/threefry.py``).

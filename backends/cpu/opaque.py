@@ -197,10 +197,10 @@ def _dynamic_slice(program, eqn, inputs, out) -> list[str]:
 
 def _updated(program, eqn, inputs, out) -> str:
     """The line that makes ``out`` the update's operand: the operand's own array when
-    the memory plan lets the update write in place, else a copy."""
+    the memory plan lets the update write in place, else a copy (``updated_copy``)."""
     if program.in_place(eqn.outputs[0]):
-        return f"{out} = {inputs[0]}  # in place: the operand dies here"
-    return f"{out} = {inputs[0]}.copy()"
+        return program.updated_in_place(eqn.outputs[0], eqn.inputs[0], inputs[0])
+    return program.updated_copy(eqn.outputs[0], inputs[0])
 
 
 @emitter("dynamic_update_slice")
@@ -276,7 +276,7 @@ def _gather(program, eqn, inputs, out) -> list[str]:
         program, x_aval, indices, indices_aval.shape, eqn.params["axis"], drop=False
     )
     nest.line(f"{out}[{out_index}] = {inputs[0]}[{x_index}]")
-    return [f"{out} = np.empty({tuple_source(aval.shape)}, {_dtype(aval)})"] + nest.lines
+    return program.new_array(out, aval.shape, aval.dtype) + nest.lines
 
 
 @emitter("scatter")

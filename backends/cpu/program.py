@@ -49,6 +49,7 @@ from . import (
     scalar,
     scalar_values,
     sorting,
+    steps,
 )
 from .contraction import write_dot
 from .kernels import (
@@ -79,6 +80,10 @@ IMPORTS = {
     "numbax.backends.cpu.launch": (
         "nbx_launch",
         "from numbax.backends.cpu import launch as nbx_launch",
+    ),
+    steps.MACHINE_MODULE: (
+        "nbx_steps",
+        "from numbax.backends.cpu import step_machine as nbx_steps",
     ),
 }
 _RESERVED = (
@@ -114,6 +119,9 @@ class GeneratedProgram:
     # after the program's arguments, in order (``pooled_outputs``).
     pooled: list[int] = field(default_factory=list)
     calls_blas: bool = False  # BLAS or LAPACK: run on one thread in the call (``threads``)
+    steps: bool = False  # the launcher runs steps (``steps.py``): the machine's address last
+    # The program function's code: the launcher's, or the launcher the steps stand for.
+    code: str = ""
 
 
 def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
@@ -180,6 +188,7 @@ class _ProgramWriter:
         # The distinct kernels written as units (``units.Unit``) and their index by key.
         self.units: list = []
         self.unit_index: dict[str, int] = {}
+        self.steps = steps.Recorder()  # what each top-level line does, for ``steps``
 
     # --- the context kernels write with ------------------------------------------------------
 
@@ -301,22 +310,26 @@ class _ProgramWriter:
         if var in self.poolable and not self.indent and var not in self.pooled:
             # Once, at the top level: the executable's array, of the output's type.
             self.pooled.append(var)
-            self.emit(f"{name} = {self.poolable[var]}  # the executable's array")
-            self.mentioned.add(self.poolable[var])
+            pooled = self.poolable[var]
+            self.steps.alias(self, name, pooled, f"{name} = {pooled}  # the executable's array")
+            self.mentioned.add(pooled)
             return name
+        nbytes = aval.size * scalar.storage_dtype(aval.dtype).itemsize
         buffer = self.buffer_of.get(var)
         if buffer is None:
-            self.emit(*self.new_array(name, aval.shape, aval.dtype))
+            self.steps.array(self, name, self.new_array(name, aval.shape, aval.dtype), nbytes)
             return name
         if buffer not in self.buffers:
             self.buffers[buffer] = f"buffer_{buffer}"
-            self.emit(*self.new_array(f"buffer_{buffer}", (aval.size,), aval.dtype))
-        self.mentioned.add(self.buffers[buffer])
+            lines = self.new_array(f"buffer_{buffer}", (aval.size,), aval.dtype)
+            self.steps.array(self, f"buffer_{buffer}", lines, nbytes)
+        flat = self.buffers[buffer]
+        self.mentioned.add(flat)
         if len(aval.shape) == 1:  # the buffer itself
-            self.emit(f"{name} = {self.buffers[buffer]}")
+            self.steps.alias(self, name, flat)
         else:
-            self.emit(f"{name} = {self.view(self.buffers[buffer], aval.shape)}")
-            self.flat_buffer[name] = self.buffers[buffer]
+            self.steps.alias(self, name, flat, f"{name} = {self.view(flat, aval.shape)}")
+            self.flat_buffer[name] = flat
         return name
 
     def view(self, array: str, shape) -> str:
@@ -332,6 +345,20 @@ class _ProgramWriter:
     def opaque(self, value: int) -> str:
         """``value`` in a form LLVM cannot fold to a constant (``intrinsics.opaque_int``)."""
         return f"{self.function(scalar.INTRINSICS, 'opaque_int')}({value})"
+
+    def updated_in_place(self, var: Var, operand: Var, name: str) -> str:
+        """The line binding ``var``'s name to the array ``name`` of ``operand`` (an update
+        the memory plan lets write in place)."""
+        return f"{self.name(var)} = {name}  # in place: the operand dies here"
+
+    def updated_copy(self, var: Var, operand: str) -> str:
+        """The line binding ``var``'s name to a copy of ``operand`` (an update's target)."""
+        return f"{self.name(var)} = {operand}.copy()"
+
+    def aliases(self, values, name: str) -> None:
+        """Bind each of ``values`` to the array ``name`` (a step, ``steps``)."""
+        for var in values:
+            self.steps.alias(self, self.name(var), name)
 
     def module_function(self, lines: list[str]) -> None:
         """Define a function at module level, ahead of the program (``callbacks``)."""
@@ -353,15 +380,28 @@ class _ProgramWriter:
         spans = parts.write_spans(self, jaxpr, Liveness(jaxpr))
         fn = function_name(self.name_text)
         arguments += [self.poolable[v] for v in self.pooled]
+        stepped = steps.write_launcher(self, list(arguments), spans[-1].start)
         if self.units:
             arguments.insert(0, ADDRESSES)
-        functions = parts.functions(self, fn, arguments, spans)
+        if stepped is None:
+            functions = parts.functions(self, fn, arguments, spans)
+        else:
+            lines, codes = stepped
+            self.constants[(None, codes)] = "STEPS"
+            functions = [parts.Function(fn, arguments, lines, False)]
         module = self._module(functions)
         pooled = [jaxpr.outvars.index(v) for v in self.pooled]
         shown = "".join(
             f"\n\n# --- kernel {unit.name} (module {unit.module_name}) ---\n{unit.source}"
             for unit in self.units
         )
+        code = module
+        if stepped is not None:  # what the steps do, as the launcher they stand for
+            code = f"def {fn}({', '.join(arguments)}):\n" + "".join(
+                f"    {line}\n" if line else "\n" for line in self.lines[: spans[-1].start]
+            )
+            heading = f"# --- the steps of {fn}, as the launcher they stand for (steps.py) ---"
+            shown = f"\n\n{heading}\n{code}{shown}"
         return GeneratedProgram(
             fn,
             module + shown,
@@ -372,6 +412,8 @@ class _ProgramWriter:
             parts=len(functions) - 1,
             pooled=pooled,
             calls_blas=self.calls_blas,
+            steps=stepped is not None,
+            code=code,
         )
 
     def write_results(self) -> None:
@@ -466,6 +508,10 @@ class _ProgramWriter:
             inputs = [self.constant_array(a) for a in top.inputs]
             out = self.name(top.outputs[0]) if top.outputs else None  # a callback may return none
             lines = opaque.EMITTERS[eqn.prim.name](self, top, inputs, out) + read_back
+            if len(lines) == 1 and isinstance(top.inputs[0], Var):
+                offset = _view_offset(top)
+                if offset is not None:  # a view: a step (``steps``)
+                    return self.steps.alias(self, out, inputs[0], lines[0], offset)
         self.emit(*lines)
 
     def _over_arrays(self, eqn: Eqn) -> tuple[Eqn, list[str]]:
@@ -585,7 +631,7 @@ class _ProgramWriter:
             target = self.name(direct[0]) if direct else self.fresh(self.name(product))
         epilogue = _epilogue(kernel, product)
         if not epilogue.outputs and self._product_unit(dot, lhs, rhs, array, direct):
-            self.emit(*(f"{self.name(top)} = {array}" for top in direct[1:]))
+            self.aliases(direct[1:], array)
             return
         operands = (self._dot_operand(lhs), lhs.aval, self._dot_operand(rhs), rhs.aval)
         if self._epilogue_unit(epilogue, dot, target, operands, direct, (lhs, rhs)):
@@ -666,7 +712,7 @@ class _ProgramWriter:
         if not self._product_unit(dot, *atoms, array, direct):
             lines, _ = write_dot(self, *operands, array, product.aval, dot.params, None)
             self.emit(*lines)
-        self.emit(*(f"{self.name(top)} = {array}" for top in direct[1:]))
+        self.aliases(direct[1:], array)
         held = Var(product.aval)  # the product, a value of the launcher named ``array``
         self.names[held] = array
         body = epilogue.jaxpr
@@ -768,6 +814,18 @@ def work(kernel: Kernel, shape) -> int:
     """An estimate of a loop kernel's run time: elements, weighted by its expensive ops."""
     expensive = sum(eqn.prim.expensive for eqn in kernel.jaxpr.eqns)
     return math.prod(shape) * (1 + 6 * expensive)
+
+
+def _view_offset(eqn: Eqn) -> int | None:
+    """Where the view ``eqn`` makes starts in its operand's memory, in bytes: a reshape's
+    at 0, a static window of whole rows at its first row; None for any other op."""
+    if eqn.prim.name in _VIEWS:
+        return 0
+    if eqn.prim.name == "slice" and makes_view(eqn):
+        aval = eqn.inputs[0].aval
+        row = math.prod(aval.shape[1:]) * scalar.storage_dtype(aval.dtype).itemsize
+        return eqn.params["start_indices"][0] * row
+    return None
 
 
 def _kind(kernel: Kernel) -> str:

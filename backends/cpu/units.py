@@ -97,9 +97,13 @@ from .cache import (
 )
 from .loopnest import tuple_source
 from .program import ADDRESSES, IMPORTS, _ProgramWriter
+from .steps import Recorder
 
-# Kernel kinds written as units (the others stay inline, module doc).
-KINDS = ("elementwise", "reduction")
+# Kernel kinds written as units (the others stay inline, module doc), and the opaque ops
+# written as units: loop nests into arrays the launcher allocates.
+KINDS = ("elementwise", "reduction", "opaque")
+OPAQUE = ("transpose", "slice", "concatenate", "pad", "gather", "scatter", "cumsum")
+OPAQUE += ("dynamic_slice", "dynamic_update_slice")
 LAUNCH_MODULE = "numbax.backends.cpu.launch"
 
 # Kernels by outcome, over this process: compiled, taken from memory, loaded from disk.
@@ -141,7 +145,7 @@ class KernelContext(_ProgramWriter):
 
     def __init__(self, program: _ProgramWriter, kernel, reuse: dict):
         self.program = program
-        self.reuse = reuse  # output -> the input whose array it is stored into
+        self.reuse = dict(reuse)  # output -> the input whose array it is stored into
         self.jaxpr = program.jaxpr
         self.name_text = program.name_text
         self.parallel_work = program.parallel_work
@@ -161,6 +165,7 @@ class KernelContext(_ProgramWriter):
         self.arrays = set(program.arrays)
         self.mentioned = set()
         self.poolable, self.pooled = {}, []
+        self.steps = Recorder()  # a kernel's own lines are no launcher's steps
         body = kernel.jaxpr
         self.body_vars = {v for v in body.invars if isinstance(v, Var)}
         self.body_vars |= {v for eqn in body.eqns for v in eqn.outputs}
@@ -204,6 +209,27 @@ class KernelContext(_ProgramWriter):
         self.allocated.append(var)
         return self.name(var)
 
+    def new_array(self, name: str, shape, dtype) -> list[str]:
+        """An output's new array (an opaque op's) is the launcher's (``allocate``); any
+        other is the kernel's own."""
+        for var in self.outputs:
+            if self.names.get(var) == name and var not in self.allocated:
+                self.allocate(var)
+                return []
+        return super().new_array(name, shape, dtype)
+
+    def updated_in_place(self, var: Var, operand: Var, name: str) -> str:
+        """An update's output stored into its operand: a local of the kernel, which the
+        launcher binds to the operand's array after the call (``reuse``)."""
+        self.parameters.remove(var)
+        self.reuse[var] = operand
+        return super().updated_in_place(var, operand, name)
+
+    def updated_copy(self, var: Var, operand: str) -> str:
+        """An update's output: an array the launcher allocates, the operand copied in."""
+        size = (var.aval.size,)
+        return f"{self.view(self.allocate(var), size)}[:] = {self.view(operand, size)}"
+
     def comment(self, eqn) -> str:
         # A kernel's text must not depend on where its eqns came from (its key).
         return super().comment(eqn.replace(source_info=None))
@@ -216,6 +242,8 @@ class KernelContext(_ProgramWriter):
         arrays = [v for v in self.parameters if not self.is_scalar(v)]
         if not arrays or len(self.returned) > 1:
             return None
+        if kind == "opaque" and not set(self.outputs) <= {*self.allocated, *self.reuse}:
+            return None  # a view or a copy Numba makes: inline
         text = self._function("KERNEL")
         key = program_key(text)
         name = f"{kind}_{key[:16]}"
@@ -223,34 +251,37 @@ class KernelContext(_ProgramWriter):
         return Written(unit, list(self.parameters), list(self.allocated), self.returned)
 
     def _function(self, name: str) -> str:
-        arguments, prologue, signature = [], [], []
-        for var in self.parameters:
+        """The unit's module: its C entry takes one argument, an array of pointers (the
+        calling convention every kernel shares, ``launch.call`` and ``steps``): an
+        array's data, a scalar's value, then where a returned scalar is stored."""
+        locals_, prologue = [], []
+        for k, var in enumerate(self.parameters):
             local = self.names[var]
+            locals_.append(local)
+            dtype = scalar.dtype_source(var.aval.dtype)
             if self.is_scalar(var):
-                arguments.append(local)
-                signature.append(_numba_scalar(var.aval.dtype))
-                continue
-            arguments.append(f"{local}_data")
-            signature.append("nt.voidptr")
-            shape, dtype = var.aval.shape, scalar.dtype_source(var.aval.dtype)
-            prologue.append(f"{local} = carray({local}_data, {tuple_source(shape)}, {dtype})")
+                prologue.append(f"{local} = carray(args[{k}], (1,), {dtype})[0]")
+            else:
+                shape = tuple_source(var.aval.shape)
+                prologue.append(f"{local} = carray(args[{k}], {shape}, {dtype})")
         body, entry = prologue + self.lines, []
-        returned = "nt.void"
-        if self.returned:
-            (var,) = self.returned
-            body.append(f"return {self.names[var]}")
-            returned = _numba_scalar(var.aval.dtype)
         if self.parallel:
             # Numba's parallel loops read no array that ``carray`` made in the same
             # function: the C entry makes the arrays, an njit function runs the loops.
-            locals_ = [self.names[var] for var in self.parameters]
             call = f"{name}_loops({', '.join(locals_)})"
             entry = ["", "", f"def {name}_loops({', '.join(locals_)}):"]
-            entry += [
-                "    " + line if line else ""
-                for line in self.lines + body[len(prologue) + len(self.lines) :]
+            entry += ["    " + line if line else "" for line in self.lines]
+            if self.returned:
+                entry.append(f"    return {self.names[self.returned[0]]}")
+            body = [
+                *prologue,
+                f"{self.names[self.returned[0]]} = {call}" if self.returned else call,
             ]
-            body = [*prologue, f"return {call}" if self.returned else call]
+        if self.returned:
+            (var,) = self.returned
+            dtype = scalar.dtype_source(var.aval.dtype)
+            slot = len(self.parameters)
+            body.append(f"carray(args[{slot}], (1,), {dtype})[0] = {self.names[var]}")
         lines = [
             '"""A numbax cpu kernel (numbax/backends/cpu/units.py)."""',
             "",
@@ -260,12 +291,12 @@ class KernelContext(_ProgramWriter):
             *sorted(IMPORTS[module][1] for module in self.modules),
             "",
             *(f"{local} = {source}" for (_, source), local in self.constants.items()),
-            f"SIGNATURE = {returned}({', '.join(signature)})",
+            "SIGNATURE = nt.void(nt.CPointer(nt.voidptr))",
             f"PARALLEL = {self.parallel}",
             *entry,
             "",
             "",
-            f"def {name}({', '.join(arguments)}):",
+            f"def {name}(args):",
             *("    " + line if line else "" for line in body),
         ]
         return "\n".join(lines) + "\n"
@@ -282,6 +313,11 @@ def write_unit(program: _ProgramWriter, kernel, kind: str, reuse=None) -> bool:
     ``reuse`` maps outputs to the inputs whose arrays they are stored into."""
     if kind not in KINDS:
         return False
+    if kind == "opaque":
+        (eqn,) = kernel.jaxpr.eqns
+        outputs = kernel.outputs
+        if eqn.prim.name not in OPAQUE or any(program.is_scalar(v) for v in outputs):
+            return False
     reuse = reuse or {}
     context = KernelContext(program, kernel, reuse)
     context._name_body(kernel)
@@ -291,7 +327,8 @@ def write_unit(program: _ProgramWriter, kernel, kind: str, reuse=None) -> bool:
         return False
     program.windows_written |= context.windows_written
     write_call(program, written)
-    program.emit(*(f"{program.name(top)} = {program.name(held)}" for top, held in reuse.items()))
+    for top, held in context.reuse.items():
+        program.aliases([top], program.name(held))
     return True
 
 
@@ -333,14 +370,15 @@ def write_call(program: _ProgramWriter, written: Written) -> None:
     program.modules.add(LAUNCH_MODULE)
     program.mentioned.add(ADDRESSES)
     arguments = [_argument(program, atom) for atom in written.parameters]
-    returned = "None"
+    result_type = "None"
     if written.returned:
-        returned = "nt." + _numba_scalar(written.returned[0].aval.dtype)[3:]
-    call = f"nbx_launch.call({ADDRESSES}[{index}], {returned}, {tuple_source(arguments)})"
+        result_type = "nt." + _numba_scalar(written.returned[0].aval.dtype)[3:]
+    call = f"nbx_launch.call({ADDRESSES}[{index}], {result_type}, {tuple_source(arguments)})"
     call += f"  # {written.unit.name}"
-    if written.returned:
-        call = f"{program.name(written.returned[0])} = {call}"
-    program.emit(call)
+    returned = written.returned[0] if written.returned else None
+    if returned is not None:
+        call = f"{program.name(returned)} = {call}"
+    program.steps.call(program, call, index, written.parameters, returned)
 
 
 def _argument(program: _ProgramWriter, atom) -> str:

@@ -372,7 +372,7 @@ def cpu_source(fn, *args) -> str:
     return re.sub(
         r"^(\s*)(?:(\w+) = )?nbx_launch\.call\(kernel_addresses\[(\d+)\], \S+, \((.*)\)\)  #.*$",
         lambda call: _kernel_lines(program.units[int(call[3])], call),
-        program.launcher,
+        program.code,
         flags=re.M,
     )
 
@@ -381,7 +381,7 @@ def _kernel_lines(unit, call) -> str:
     """The lines of ``unit``'s kernel that ``call`` runs, at the call's indentation."""
     indent, target, arguments = call[1], call[2], call[4].rstrip(",").split(", ")
     header = re.search(rf"^def {unit.name}\((.*)\):$", unit.source, flags=re.M)
-    parameters = [p.removesuffix("_data") for p in header[1].split(", ")]
+    parameters = re.findall(r"^    (\w+) = carray\(args\[\d+\]", unit.source, flags=re.M)
     renamed = dict(zip(parameters, arguments, strict=True))
     loops = f"def {unit.name}_loops("
     start = unit.source.index(loops) if loops in unit.source else header.start()
@@ -389,6 +389,10 @@ def _kernel_lines(unit, call) -> str:
     for line in unit.source[start:].splitlines()[1:]:
         if line.strip() and not line.startswith("    "):
             break  # the function's end
+        stored = re.match(r"\s+carray\(args\[\d+\], \(1,\), [\w.]+\)\[0\] = (.*)$", line)
+        if stored and target:  # a returned scalar (``units.KernelContext._function``)
+            lines.append(f"{indent}{target} = {renamed.get(stored[1], stored[1])}")
+            continue
         if not line.strip() or "carray(" in line:
             continue
         line = re.sub(r"\b\w+\b", lambda word: renamed.get(word[0], word[0]), line[4:])
@@ -408,9 +412,15 @@ def update_lines(source: str) -> list[str]:
             found += [
                 nxt.strip()
                 for nxt in lines[k + 1 : k + 8]
-                if "in place" in nxt or re.search(r"= \w+\.copy\(\)$", nxt.strip())
+                if "in place" in nxt or re.search(r"= \w+\.copy\(\)$|\[:\] = ", nxt.strip())
             ][:1]
     return found
+
+
+def copies(line: str) -> bool:
+    """Whether an update's line copies its operand: inline, or in its unit's kernel
+    (``units.KernelContext.updated_copy``)."""
+    return line.endswith(".copy()") or "[:] = " in line
 
 
 def loop_body(source: str) -> str:
@@ -433,17 +443,17 @@ def test_straight_line_updates_of_an_intermediate_write_in_place():
 
 def test_an_update_whose_operand_is_read_later_copies():
     (line,) = update_lines(cpu_source(read_after_update, x5()))
-    assert line.endswith(".copy()")
+    assert copies(line)
 
 
 def test_an_update_of_a_view_that_outlives_it_copies():
     (line,) = update_lines(cpu_source(view_read_after_update, rng.standard_normal(6)))
-    assert line.endswith(".copy()")
+    assert copies(line)
 
 
 def test_an_update_reading_its_operand_twice_copies():
     (line,) = update_lines(cpu_source(operand_twice, x5(), np.arange(5)))
-    assert line.endswith(".copy()")
+    assert copies(line)
 
 
 def test_an_update_of_an_argument_copies_once_then_writes_in_place():
@@ -451,7 +461,7 @@ def test_an_update_of_an_argument_copies_once_then_writes_in_place():
         return x.at[0].set(1.0).at[1].set(2.0)
 
     first, second = update_lines(cpu_source(twice, x5()))
-    assert first.endswith(".copy()") and "in place" in second
+    assert copies(first) and "in place" in second
 
 
 @pytest.mark.parametrize("name", ["carry_window", "jacobi_swap", "jacobi_inplace", "histogram"])
@@ -527,7 +537,7 @@ def test_rows_are_read_as_views_where_nothing_writes_them_while_read():
     assert len(views) == 3, views  # a[i - 1], a[i + 1], a[i]; kernels read a[1:3] in place
     assert not re.search(r"\[start__?\d+:start__?\d+ \+ 1[^\]]*\]\.copy\(\)", source)
     (update,) = [line for line in update_lines(source) if "in place" not in line]
-    assert update.endswith(".copy()")
+    assert copies(update)
 
 
 def test_seidel_reads_its_rows_in_place():

@@ -55,9 +55,9 @@ def test_identical_kernels_in_a_program_compile_once(cache_dir):
     # The three products are one kernel, the three epilogues another.
     product, epilogue = program.units
     assert product.name.startswith("product_") and epilogue.name.startswith("elementwise_")
-    assert program.launcher.count("kernel_addresses[0]") == 3  # each called three times
-    assert program.launcher.count("kernel_addresses[1]") == 3
-    assert "np.dot" not in program.launcher  # the launcher calls no BLAS itself
+    assert program.code.count("kernel_addresses[0]") == 3  # each called three times
+    assert program.code.count("kernel_addresses[1]") == 3
+    assert "np.dot" not in program.code  # the launcher calls no BLAS itself
     assert program.calls_blas  # but the program does: BLAS on the call's chosen threads
     assert executable.compile_stats.kernels == {"compiled": 2}
     assert "2 new, 0 from memory, 0 from disk" in str(executable.compile_stats)
@@ -154,7 +154,7 @@ def test_a_kernels_key_depends_on_what_it_computes_only(cache_dir):
     (unit,) = alone.units
     assert unit in among.units and len(among.units) > 1
     assert "test_kernel_units" not in unit.source  # no source position in its text
-    assert "test_kernel_units" in alone.launcher  # its call says where it came from
+    assert "test_kernel_units" in alone.code  # its call says where it came from
     float64 = cpu.backend.lower(numbax.make_jaxpr(_tanh_twice)(x.astype(np.float64)), "f64")
     assert float64.units[0].key != unit.key  # a dtype is part of what it computes
 
@@ -192,7 +192,7 @@ def test_a_product_with_its_epilogue_is_a_unit(cache_dir):
     (product,) = _product_units(program)
     assert "nbx_gemm.gemm(" in product.source and "test_kernel_units" not in product.source
     assert len(program.units) == 2  # the product, then its epilogue
-    assert "np.dot" not in program.launcher and program.calls_blas
+    assert "np.dot" not in program.code and program.calls_blas
     np.testing.assert_allclose(executable(x, w, b)[0], layer(x, w, b), rtol=1e-12)
 
 
@@ -205,7 +205,7 @@ def test_two_identical_products_compile_once(cache_dir):
 
     executable = _compile(twice, x, y, w)
     (product,) = _product_units(executable.program)
-    assert executable.program.launcher.count(f"# {product.name}") == 2
+    assert executable.program.code.count(f"# {product.name}") == 2
     assert executable.compile_stats.kernels == {"compiled": len(executable.program.units)}
     again = _compile(lambda a, c: a @ c, x, w, name="again")
     (same,) = _product_units(again.program)
@@ -278,7 +278,7 @@ PRODUCTS = {
 def test_products_of_transposes_batches_and_views_give_numpys_answers(cache_dir, case):
     fn, args = PRODUCTS[case]
     executable = _compile(fn, *args)
-    launcher = executable.program.launcher
+    launcher = executable.program.code
     assert _product_units(executable.program), launcher
     assert "np.dot" not in launcher and "ascontiguousarray" not in launcher, launcher
     want = fn(*args)

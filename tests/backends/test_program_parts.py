@@ -45,7 +45,9 @@ def _arguments():
 @pytest.fixture
 def small_units(monkeypatch):
     """Parts of 100 lines and loops of 24 ops: a program of a hundred ops is cut into
-    several of each."""
+    several of each. Its launcher is code (a program of kernel calls alone would run as
+    steps, ``steps.py``, and have no parts)."""
+    monkeypatch.setattr(config, "steps", False)
     monkeypatch.setattr(parts, "PART_LINES", 100)
     monkeypatch.setattr(parts, "KERNEL_WEIGHT", 24)
 
@@ -156,6 +158,7 @@ def _function_sizes(program) -> list[int]:
 
 @pytest.mark.parametrize("shape", ["straight_line", "unrolled_loop"])
 def test_generated_code_grows_linearly_in_bounded_units(shape, monkeypatch):
+    monkeypatch.setattr(config, "steps", False)  # the launcher's parts, as code
     monkeypatch.setattr(parts, "PART_LINES", 100)
     monkeypatch.setattr(parts, "KERNEL_WEIGHT", 40)
     sizes = (300, 600, 1200)

@@ -1,0 +1,128 @@
+"""The machine that runs a program's steps (``steps.py``): a ``numba.cfunc`` compiled once
+per installation, and the launcher's call of it.
+
+Imported by generated launchers (as ``nbx_steps``) and when a program of steps is
+compiled, so the program writer imports no Numba.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .steps import CALL, SET
+
+
+@intrinsic
+def _int64_pointer(typingctx, address):
+    def codegen(context, builder, signature, values):
+        return builder.inttoptr(values[0], ir.IntType(64).as_pointer())
+
+    return types.CPointer(types.int64)(address), codegen
+
+
+@intrinsic
+def _call_kernel(typingctx, address, table):
+    """Call the kernel at ``address`` with the pointer table at ``table`` (an int64)."""
+
+    def codegen(context, builder, signature, values):
+        pointer = ir.IntType(8).as_pointer()
+        kernel = ir.FunctionType(ir.VoidType(), [pointer.as_pointer()])
+        table = builder.inttoptr(values[1], pointer.as_pointer())
+        builder.call(builder.inttoptr(values[0], kernel.as_pointer()), [table])
+        return context.get_dummy_value()
+
+    return types.void(address, table), codegen
+
+
+@intrinsic
+def _copy_bytes(typingctx, destination, source, nbytes):
+    def codegen(context, builder, signature, values):
+        pointer = ir.IntType(8).as_pointer()
+        to, from_ = (builder.inttoptr(v, pointer) for v in values[:2])
+        cgutils.raw_memcpy(builder, to, from_, values[2], 1)
+        return context.get_dummy_value()
+
+    return types.void(destination, source, nbytes), codegen
+
+
+@njit(inline="always")
+def _address(codes, at, pointers, arena):
+    """The address an operand (two codes at ``at``: where, offset) stands for."""
+    where = codes[at]
+    return (arena if where < 0 else pointers[where]) + codes[at + 1]
+
+
+def _machine(codes, pointers, arena, addresses):
+    """Run the steps ``codes`` (module doc) over the arrays whose data ``pointers`` lists
+    and the arena at ``arena``, calling the kernels at ``addresses``."""
+    length, table_at = codes[0], arena + codes[1]
+    table = _int64_pointer(table_at)
+    step = 2
+    while step < length:
+        op = codes[step]
+        if op == CALL:
+            count = codes[step + 2]
+            for k in range(count):
+                table[k] = _address(codes, step + 3 + 2 * k, pointers, arena)
+            _call_kernel(addresses[codes[step + 1]], table_at)
+            step += 3 + 2 * count
+        elif op == SET:
+            value = _int64_pointer(table_at)
+            value[0] = codes[step + 4]
+            _copy_bytes(_address(codes, step + 1, pointers, arena), table_at, codes[step + 3])
+            step += 5
+        else:
+            to = _address(codes, step + 1, pointers, arena)
+            from_ = _address(codes, step + 3, pointers, arena)
+            _copy_bytes(to, from_, codes[step + 5])
+            step += 6
+
+
+@functools.cache
+def machine_address() -> int:
+    """The address of ``_machine`` compiled as a C function (once per installation: Numba
+    caches it on disk beside this module)."""
+    from numba import cfunc
+
+    int64s = types.CPointer(types.int64)
+    signature = types.void(int64s, int64s, types.int64, int64s)
+    return cfunc(signature, cache=True, error_model="numpy")(_machine).address
+
+
+def with_machine(addresses: np.ndarray) -> np.ndarray:
+    """The kernels' ``addresses`` and then the machine's, as a stepped launcher takes them."""
+    return np.append(addresses, np.int64(machine_address()))
+
+
+@intrinsic
+def run(typingctx, machine, addresses, codes, arrays, arena):
+    """Run the steps ``codes`` on the data of the tuple ``arrays`` and ``arena`` by the
+    machine at ``machine`` (``machine_address``), with the kernels at ``addresses``."""
+
+    def codegen(context, builder, signature, values):
+        i64 = ir.IntType(64)
+        table = cgutils.alloca_once(builder, i64, size=max(len(signature.args[3]), 1))
+        for k, array_type in enumerate(signature.args[3].types):
+            array = context.make_array(array_type)(
+                context, builder, builder.extract_value(values[3], k)
+            )
+            builder.store(builder.ptrtoint(array.data, i64), builder.gep(table, [i64(k)]))
+
+        def data(index):
+            return context.make_array(signature.args[index])(context, builder, values[index]).data
+
+        int64s = i64.as_pointer()
+        function_type = ir.FunctionType(ir.VoidType(), [int64s, int64s, i64, int64s])
+        function = builder.inttoptr(values[0], function_type.as_pointer())
+        arena = builder.ptrtoint(data(4), i64)
+        codes, kernels = (builder.bitcast(data(k), int64s) for k in (2, 1))
+        builder.call(function, [codes, table, arena, kernels])
+        return context.get_dummy_value()
+
+    return types.void(machine, addresses, codes, arrays, arena), codegen
