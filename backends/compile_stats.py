@@ -35,6 +35,8 @@ class CompileStats:
     # The part of ``backend_s`` spent compiling or loading those kernels after the
     # program that launches them (the rest, and ``llvm_s``) was compiled.
     kernels_s: float = 0.0
+    # The launcher runs the program as steps (``cpu/steps.py``): a few lines to compile.
+    steps: bool = False
 
     def __str__(self) -> str:
         backend = f"backend {_ms(self.backend_s)}"
@@ -52,7 +54,8 @@ class CompileStats:
             backend += " (kernels {}: {}, {} from memory, {} from disk; ".format(
                 _ms(self.kernels_s), new, *counts[1:]
             )
-            backend += f"launcher: {split}{', ' if split else ''}{outcome})"
+            launcher = "launcher of steps" if self.steps else "launcher"
+            backend += f"{launcher}: {split}{', ' if split else ''}{outcome})"
         return f"optimise {_ms(self.optimize_s)}, codegen {_ms(self.codegen_s)}, {backend}"
 
 

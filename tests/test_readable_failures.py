@@ -226,9 +226,10 @@ def test_disk_cache_hit_in_a_second_process(tmp_path):
 
     first, second = run(), run()
     assert "1 new, 0 from memory, 0 from disk" in first  # the program's one loop kernel
-    assert "launcher: Numba" in first and "disk cache miss, compiled)" in first
+    # One kernel call: a launcher of steps (``backends/cpu/steps.py``).
+    assert "launcher of steps: Numba" in first and "disk cache miss, compiled)" in first
     assert "0 new, 0 from memory, 1 from disk" in second
-    assert "launcher: disk cache hit)" in second
+    assert "launcher of steps: disk cache hit)" in second
 
 
 # --- retracing -----------------------------------------------------------------------------

@@ -55,8 +55,17 @@ class CpuBackend:
     def initialise(self) -> None:
         """Start what every compile needs once per process, as a compile does: Numba's
         threading layer and its extensions (Rocket-FFT's entry point imports SciPy's FFT,
-        half a second). A process that wants its first compile to pay only for the
-        program calls this first, as JAX starts its client."""
+        half a second), and the compile workers (``compile_workers.prestart``). A process
+        that wants its first compile to pay only for the program calls this first, as JAX
+        starts its client."""
+        from . import compile_workers
+
+        self._start_runtime()
+        compile_workers.prestart(config.cache_dir)
+
+    def _start_runtime(self) -> None:
+        """What every compile needs once per process (``initialise``, workers aside: a
+        compile starts them only for enough new kernels)."""
         from numba.core import entrypoints
 
         from . import heap, threads
@@ -80,7 +89,7 @@ class CpuBackend:
         from .executable import CpuExecutable
         from .program import write_program
 
-        self.initialise()
+        self._start_runtime()
         clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()
@@ -104,7 +113,7 @@ class CpuBackend:
         llvm_s = None if in_memory else cache.llvm_seconds(function)
         kernels = kernels if generated.units else None
         stats = CompileStats(
-            optimize_s, codegen_s, clock.lap(), outcome, llvm_s, kernels, kernels_s
+            optimize_s, codegen_s, clock.lap(), outcome, llvm_s, kernels, kernels_s, generated.steps
         )
         addresses = addresses if generated.units else None
         return CpuExecutable(

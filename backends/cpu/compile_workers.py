@@ -71,6 +71,15 @@ def submit(units: list, cache_dir: str | None) -> dict[str, Future]:
     return futures
 
 
+def prestart(cache_dir: str | None) -> None:
+    """Start the worker processes now, where a compile would use them, so that they are
+    ready (a worker imports Numba and numbax: a second or more) when the first program's
+    kernels arrive, instead of the compiling process taking them all back meanwhile."""
+    count = worker_count()
+    if cache_dir is not None and count:
+        _start_threads(count)
+
+
 def _start_threads(count: int) -> None:
     # Daemon threads: the interpreter's exit joins none of them (module doc).
     with _LOCK:

@@ -422,27 +422,33 @@ def addresses(
     raises the error itself if it is the kernel's. ``on_done(key)`` as each is ready (the
     compile's progress)."""
     started = dict(started or {})
+    found: dict[str, tuple] = {}  # key -> (function, outcome)
+    # Take back the kernels no worker has begun, one at a time from the last, compiling
+    # each here while the workers go on from the first: the work is shared even when
+    # the workers are still starting.
     for unit in reversed(units):
         future = started.get(unit.key)
         if future is not None and future.cancel():
             del started[unit.key]
-    by_worker = set()
-    for key, future in started.items():
-        if future.exception() is None:
-            by_worker.add(key)
+            found[unit.key] = _kernel(unit, cache_dir)
+            if on_done is not None:
+                on_done(unit.key)
+    by_worker = {key for key, future in started.items() if future.exception() is None}
     counts: Counter = Counter()
-    found = []
+    addresses = []
     for unit in units:
-        function, outcome = _kernel(unit, cache_dir)
+        function, outcome = found.get(unit.key) or _kernel(unit, cache_dir)
         if unit.key in by_worker and outcome == "disk":
             outcome = "worker"
+        if unit.key not in found:
+            found[unit.key] = (function, "memory")  # a repeated unit of this program
+            if on_done is not None:
+                on_done(unit.key)
         counts[outcome] += 1
-        found.append(function.address)
-        if on_done is not None:
-            on_done(unit.key)
+        addresses.append(function.address)
     with _LOCK:
         COUNTS.update(counts)
-    return np.array(found, dtype=np.int64), counts
+    return np.array(addresses, dtype=np.int64), counts
 
 
 def _kernel(unit: Unit, cache_dir: str | None):
