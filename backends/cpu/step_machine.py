@@ -87,12 +87,18 @@ def _machine(codes, pointers, arena, addresses):
 @functools.cache
 def machine_address() -> int:
     """The address of ``_machine`` compiled as a C function (once per installation: Numba
-    caches it on disk beside this module)."""
-    from numba import cfunc
+    caches it on disk beside this module, loaded with the lean cache the kernels use)."""
+    from numba.core import sigutils
+    from numba.core.ccallback import CFunc
+
+    from .cache import lean_cache
 
     int64s = types.CPointer(types.int64)
-    signature = types.void(int64s, int64s, types.int64, int64s)
-    return cfunc(signature, cache=True, error_model="numpy")(_machine).address
+    signature = sigutils.normalize_signature(types.void(int64s, int64s, types.int64, int64s))
+    machine = CFunc(_machine, signature, locals={}, options={"error_model": "numpy"})
+    machine._cache = lean_cache(_machine)
+    machine.compile()
+    return machine.address
 
 
 def with_machine(addresses: np.ndarray) -> np.ndarray:
