@@ -8,10 +8,12 @@ an output is stored into) and whose comments carry no source positions. Its text
 therefore depends only on what it computes, dtypes, shapes and layout included, and its
 key is a hash of that text and the compiler's environment (``cache.program_key``: the
 numbax, Numba and Python versions and the helper modules). The launcher (the program
-function, still one ``njit`` function that allocates from the memory plan and runs the
-control flow) calls each kernel by address: ``nbx_launch.call(kernel_addresses[k], ...)``
-passes an array's data pointer and a scalar's value, and the kernel, a ``numba.cfunc``,
-rebuilds its arrays with ``carray`` at their static shapes. The addresses reach the
+function, one ``njit`` function that allocates from the memory plan and runs the control
+flow; or, for a program of kernel calls alone, the steps of ``steps.py``) calls each
+kernel by address with one argument, a table of pointers: an array's data, a scalar's
+value, and where a returned scalar goes (``nbx_launch.call(kernel_addresses[k], ...)``
+builds it); the kernel, a ``numba.cfunc``, rebuilds its arrays with ``carray`` at their
+static shapes. The addresses reach the
 launcher as an int64 array argument at call time, so the launcher's machine code holds
 none and is cached on disk like any program. Identical kernels in a program are one
 unit; a kernel this process compiled or loaded before is taken from memory; on disk a
@@ -33,12 +35,17 @@ reading the product's array. The program still calls BLAS (``calls_blas``), so t
 executable runs it on the call's chosen threads with OpenBLAS on one thread outside the
 large products (``threads.py``).
 
+An opaque op that is a loop nest into a new array (``OPAQUE``: a transpose, a window
+copy, a pad, a concatenate, a gather, a scatter, a cumulative sum, a dynamic slice or
+update) is a unit too, its output allocated by the launcher (an update that may write in
+place stores into its operand's array, which the launcher then names as its output).
 Kernels stay inline in the launcher where a call would cost more than it saves or the
 kernel needs what a C function cannot give: a kernel of scalars only (no array to loop
 over), one returning several scalars, a product of integers, of a dot of one element,
 of operands BLAS cannot read where they lie (a group of dimensions split by another: a
 copy, and a kernel allocates nothing), a large product where OpenBLAS's threads cannot be
-set (blocks of rows on the call's threads), and opaque ops (views, gathers, callbacks).
+set (blocks of rows on the call's threads), views, and the other opaque ops (sorts,
+callbacks, linear algebra, FFT, collectives).
 
 A program's new kernels compile in worker processes while the launcher compiles here
 (``compile_workers.py``, ``start`` and ``addresses``).
