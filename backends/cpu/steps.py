@@ -165,18 +165,16 @@ class _Layout:
             if root in pooled:
                 results.append(root)
                 continue
-            if root in outputs and not offset:
-                if outputs[root][1] != aval.shape:
-                    raise _NotSteps
-                results.append(outputs[root][0])
+            if outputs.get(root, (None, None))[1] == aval.shape and not offset:
+                results.append(outputs[root][0])  # the same value again
                 continue
             name = writer.fresh("output")
             lines += writer.new_array(name, aval.shape, storage_dtype(aval.dtype))
-            if root in self.nbytes and not offset:  # the steps write it into the output
+            if root in self.nbytes and root not in outputs and not offset:
                 if self.nbytes[root] != nbytes:
                     raise _NotSteps
-                outputs[root] = (name, aval.shape)
-            else:  # a view of an argument or of a buffer: copied into the output array
+                outputs[root] = (name, aval.shape)  # the steps write it into the output
+            else:  # a view of an argument, a buffer or an output: copied into the output
                 copies.append((name, root, offset, nbytes))
             results.append(name)
         entries = self.arguments + [name for name, _ in outputs.values()]

@@ -84,17 +84,19 @@ def test_a_scalar_a_kernel_returns_is_read_by_the_next_through_the_arena():
     assert np.asarray(doubled).shape == () and np.isclose(doubled, 2 * x.sum())
 
 
-def test_an_output_that_is_an_argument_is_copied_by_a_step():
+def test_an_output_that_is_an_argument_or_another_output_is_copied_by_a_step():
     def passthrough(x, y):
-        return x, np.tanh(y) * 2.0, y.reshape(-1)
+        t = np.tanh(y) * 2.0
+        return x, t, y.reshape(-1), t.reshape(-1), t, t.reshape(5, 4)[1:]
 
     x, y = RNG.random((3, 4)), RNG.random((4, 5))
     program = _program(passthrough, x, y)
     assert program.steps
-    got_x, got_t, got_y = _same_as_interpreter(passthrough, x, y)
-    assert not np.shares_memory(got_x, x) and not np.shares_memory(got_y, y)
-    np.testing.assert_array_equal(got_x, x)
-    np.testing.assert_array_equal(got_y, y.reshape(-1))
+    got = _same_as_interpreter(passthrough, x, y)
+    assert not np.shares_memory(got[0], x) and not np.shares_memory(got[2], y)
+    assert not any(np.shares_memory(a, b) for k, a in enumerate(got) for b in got[k + 1 :])
+    np.testing.assert_array_equal(got[0], x)
+    np.testing.assert_array_equal(got[2], y.reshape(-1))
 
 
 def test_data_movement_and_updates_are_units_the_steps_call():
