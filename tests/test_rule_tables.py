@@ -14,6 +14,9 @@ import pytest
 # Every module that fills a table: the transforms and passes (through numbax), the cpu
 # and cuda code generators.
 import numbax
+import numbax.backends.cpu.control
+import numbax.backends.cpu.kernels
+import numbax.backends.cpu.opaque
 import numbax.backends.cpu.scalar
 import numbax.backends.cpu.scalar_values
 import numbax.backends.cuda.control
@@ -31,6 +34,7 @@ def test_the_tables_of_every_concern_are_found():
     names = {table.name for table in TABLES}
     expected = {"jvp", "vjp", "batching", "simplifications", "interpreter body rules"}
     expected |= {"cpu scalar emitters", "cpu scalar forms", "loop pruners"}
+    expected |= {"cpu opaque emitters", "cpu control writers", "cpu reductions"}
     assert expected | {"cuda scalar rules", "cuda index maps", "cuda host runners"} <= names
 
 
@@ -74,6 +78,34 @@ def test_an_opaque_primitive_no_kernel_computes_needs_a_cuda_host_runner(monkeyp
     prim = _fake_primitive(monkeypatch, Pattern.OPAQUE)
     lacking = {table.name for table in TABLES if prim in table.missing()}
     assert "cuda host runners" in lacking and "cuda scalar rules" not in lacking
+    assert "cpu opaque emitters" in lacking and "cpu scalar emitters" not in lacking
+
+
+@pytest.mark.parametrize(
+    "pattern, table",
+    [
+        (Pattern.OPAQUE, "cpu opaque emitters"),
+        (Pattern.INJECTIVE, "cpu opaque emitters"),
+        (Pattern.REDUCTION, "cpu reductions"),
+        (Pattern.CONTROL, "cpu control writers"),
+    ],
+)
+def test_a_cpu_primitive_added_without_its_writer_is_missing_from_its_table(
+    monkeypatch, pattern, table
+):
+    prim = _fake_primitive(monkeypatch, pattern)
+    lacking = {t.name for t in TABLES if prim in t.missing()}
+    cpu_tables = {"cpu opaque emitters", "cpu reductions", "cpu control writers"}
+    assert lacking & cpu_tables == {table}
+
+
+def test_the_cpu_collective_emitters_wait_for_their_primitives():
+    """The collectives' cpu emitters are held by name until ``numbax.distributed``
+    registers the primitives (tests/distributed/single_process.py checks them keyed)."""
+    emitters = numbax.backends.cpu.opaque.EMITTERS
+    if "psum" in PRIMITIVES:
+        pytest.skip("the collectives are registered in this process")
+    assert "psum" in emitters._later and "psum" not in emitters
 
 
 def test_a_rule_for_a_primitive_registered_later_is_keyed_by_it_once_registered(monkeypatch):

@@ -15,6 +15,7 @@ operand is passed as a 0-d array, as every other operand is an array.
 from __future__ import annotations
 
 from ...ir import dtypes
+from .opaque_emitters import EMITTERS
 
 RUNTIME = "numbax.ir.callbacks"
 NUMBA = "numba"
@@ -49,12 +50,14 @@ def _callback(program, eqn) -> str:
     return f"{program.function(RUNTIME, 'call')}({', '.join(arguments)})"
 
 
+@EMITTERS.rule("debug_callback")
 def _debug_callback(program, eqn, inputs, out) -> list[str]:
     objmode = program.function(NUMBA, "objmode")
     block = [f"    with {objmode}():", f"        {_callback(program, eqn)}"]
     return [_call_site(program, eqn, block, [])]
 
 
+@EMITTERS.rule("pure_callback")
 def _pure_callback(program, eqn, inputs, out) -> list[str]:
     results = [f"r{k}" for k in range(len(eqn.outputs))]
     declared = ", ".join(
@@ -68,7 +71,3 @@ def _pure_callback(program, eqn, inputs, out) -> list[str]:
         return [site]
     targets = ", ".join(program.name(var) for var in eqn.outputs)
     return [f"{targets} = {site}"]
-
-
-# Opaque emitters (``opaque.EMITTERS`` holds them with the others).
-EMITTERS = {"debug_callback": _debug_callback, "pure_callback": _pure_callback}

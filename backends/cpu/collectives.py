@@ -16,15 +16,19 @@ the same on every process, which then share one compiled program. With
 ``config.mpi_check`` each call is preceded by a check that every process makes the
 same call (``mpi_calls.agree``), raising ``CollectiveMismatchError`` otherwise.
 
-``register()`` adds the writers to the opaque kernels' table and the runtime module to
-the program's imports; ``numbax.distributed`` calls it on import.
+The emitters are in the opaque kernels' table (``opaque_emitters.EMITTERS``) from the
+moment the backend is imported, held under their primitives' names until
+``ir/collectives.py`` registers the primitives (``registered_later``): a process that
+never communicates does not see them, so this module imports ``ir.collectives`` only
+inside the emitters. ``register()`` adds the runtime module to the program's imports;
+``numbax.distributed`` calls it on import.
 """
 
 from __future__ import annotations
 
 from ...config import config
-from ...ir import collectives as c
 from .loopnest import tuple_source
+from .opaque_emitters import EMITTERS
 
 RUNTIME = "numbax.backends.cpu.mpi_calls"
 ALIAS = "nbx_mpi"
@@ -42,10 +46,14 @@ def _handle(mpi_object) -> int:
 
 
 def _comm(eqn) -> int:
+    from ...ir import collectives as c  # at run time: it registers the primitives
+
     return _handle(c.communicator(eqn.params["comm"]))
 
 
 def _datatype(eqn) -> int:
+    from ...ir import collectives as c  # at run time: it registers the primitives
+
     return _handle(c.mpi_datatype(eqn.inputs[0].aval.dtype))
 
 
@@ -61,6 +69,8 @@ def _call(program, function: str, *arguments) -> str:
 
 def _checked(program, eqn, lines: list[str]) -> list[str]:
     """``lines``, after a check that every process makes this call (debug mode)."""
+    from ...ir import collectives as c  # at run time: it registers the primitives
+
     if not config.mpi_check:
         return lines
     avals, name = [a.aval for a in eqn.inputs], eqn.prim.name
@@ -86,6 +96,7 @@ def _new(program, eqn, out) -> list[str]:
     return []
 
 
+@EMITTERS.rule("psum", "pmax", "pmin", registered_later=True)
 def _allreduce(program, eqn, inputs, out) -> list[str]:
     call = _call(
         program, "allreduce", inputs[0], out, _datatype(eqn), _op(eqn.prim.name), _comm(eqn)
@@ -93,23 +104,29 @@ def _allreduce(program, eqn, inputs, out) -> list[str]:
     return _checked(program, eqn, [*_new(program, eqn, out), call])
 
 
+@EMITTERS.rule("all_gather", registered_later=True)
 def _all_gather(program, eqn, inputs, out) -> list[str]:
     call = _call(program, "allgather", inputs[0], out, _comm(eqn))
     return _checked(program, eqn, [*_new(program, eqn, out), call])
 
 
+@EMITTERS.rule("psum_scatter", registered_later=True)
 def _psum_scatter(program, eqn, inputs, out) -> list[str]:
     call = _call(program, "reduce_scatter", inputs[0], out, _datatype(eqn), _op("psum"), _comm(eqn))
     return _checked(program, eqn, [*_new(program, eqn, out), call])
 
 
+@EMITTERS.rule("all_to_all", registered_later=True)
 def _all_to_all(program, eqn, inputs, out) -> list[str]:
     call = _call(program, "alltoall", inputs[0], out, eqn.params["size"], _comm(eqn))
     return _checked(program, eqn, [*_new(program, eqn, out), call])
 
 
+@EMITTERS.rule("ppermute", registered_later=True)
 def _ppermute(program, eqn, inputs, out) -> list[str]:
     from mpi4py import MPI
+
+    from ...ir import collectives as c  # at run time: it registers the primitives
 
     size = c.communicator(eqn.params["comm"]).Get_size()
     partners = [c.ppermute_partners(eqn.params["perm"], r) for r in range(size)]
@@ -121,32 +138,20 @@ def _ppermute(program, eqn, inputs, out) -> list[str]:
     )
 
 
+@EMITTERS.rule("broadcast", registered_later=True)
 def _broadcast(program, eqn, inputs, out) -> list[str]:
     call = _call(program, "bcast", out, eqn.params["root"], _comm(eqn))
     return _checked(program, eqn, [*_new(program, eqn, out), f"{out}[...] = {inputs[0]}", call])
 
 
+@EMITTERS.rule("axis_index", registered_later=True)
 def _axis_index(program, eqn, inputs, out) -> list[str]:
     return [*_new(program, eqn, out), f"{out}[()] = {_call(program, 'rank', _comm(eqn))}"]
 
 
-EMITTERS = {
-    "psum": _allreduce,
-    "pmax": _allreduce,
-    "pmin": _allreduce,
-    "all_gather": _all_gather,
-    "psum_scatter": _psum_scatter,
-    "all_to_all": _all_to_all,
-    "ppermute": _ppermute,
-    "broadcast": _broadcast,
-    "axis_index": _axis_index,
-}
-
-
 def register() -> None:
-    """Add the collectives' writers to the cpu backend's tables (idempotent)."""
-    from . import opaque, program
+    """Add the collectives' runtime module to the program's imports (idempotent)."""
+    from . import program
 
-    opaque.EMITTERS.update(EMITTERS)
     program.IMPORTS.update(IMPORTS)
     program._RESERVED.add(ALIAS)

@@ -11,6 +11,8 @@ unless the loop owns the carry and its memory may be written
 (``passes.memory.loop_ownership``): then the initial value is copied once before the loop
 where something else still reads it, and the body's updates of the carry write into it,
 with no copy per iteration.
+
+``WRITERS[prim](writer, eqn)`` writes a control-flow eqn; the program writer looks it up.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from __future__ import annotations
 import math
 
 from ...ir.core import Eqn, Jaxpr
+from ...ir.primitive import Pattern
+from ...ir.rules import RuleTable
+
+# Every control-flow primitive but ``kernel``, which is fusion's unit of code, written by
+# the writer of its kind (``program._ProgramWriter._kernel``), not as control flow.
+WRITERS = RuleTable(
+    "cpu control writers",
+    not_applicable=lambda prim: prim.pattern is not Pattern.CONTROL or prim.name == "kernel",
+)
 
 
 def _bind(writer, jaxpr: Jaxpr, names) -> None:
@@ -71,6 +82,7 @@ def _assign(writer, targets, values) -> None:
         writer.emit(f"{', '.join(targets)} = {', '.join(values)}")
 
 
+@WRITERS.rule("jit_call", "checkpoint", "custom_vjp_call", "custom_jvp_call")
 def write_call(writer, eqn: Eqn) -> None:
     """A call (``jit_call``, ``checkpoint``, a custom call's primal): its body inline.
     The results are bound to new names, so the body may be written again later."""
@@ -79,6 +91,7 @@ def write_call(writer, eqn: Eqn) -> None:
     _assign(writer, [writer.name(v) for v in eqn.outputs], results)
 
 
+@WRITERS.rule("cond")
 def write_cond(writer, eqn: Eqn) -> None:
     branches = eqn.params["branches"]
     index = writer.fresh("branch")
@@ -96,6 +109,7 @@ def write_cond(writer, eqn: Eqn) -> None:
             writer.emit("pass")
 
 
+@WRITERS.rule("while")
 def write_while(writer, eqn: Eqn) -> None:
     p = eqn.params
     cond_consts = [_operand(writer, a) for a in eqn.inputs[: p["cond_nconsts"]]]
@@ -114,6 +128,7 @@ def write_while(writer, eqn: Eqn) -> None:
     _assign(writer, [writer.name(v) for v in eqn.outputs], carries)
 
 
+@WRITERS.rule("scan")
 def write_scan(writer, eqn: Eqn) -> None:
     p = eqn.params
     jaxpr, length = p["jaxpr"], p["length"]
@@ -187,14 +202,3 @@ class _indented:
 
     def __exit__(self, *exc):
         self.writer.indent = self.writer.indent[:-4]
-
-
-WRITERS = {
-    "cond": write_cond,
-    "while": write_while,
-    "scan": write_scan,
-    "jit_call": write_call,
-    "checkpoint": write_call,
-    "custom_vjp_call": write_call,
-    "custom_jvp_call": write_call,
-}

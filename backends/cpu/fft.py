@@ -16,6 +16,7 @@ from numba import njit
 
 from ...ir.errors import MissingDependencyError
 from .loopnest import tuple_source
+from .opaque_emitters import EMITTERS
 
 MODULE = "numbax.backends.cpu.fft"
 IMPORTS = {MODULE: ("nbx_fft", "from numbax.backends.cpu import fft as nbx_fft")}
@@ -54,6 +55,7 @@ def _check_rocket_fft() -> None:
         )
 
 
+@EMITTERS.rule("fft")
 def _fft(program, eqn, inputs, out) -> list[str]:
     _check_rocket_fft()
     (x,), params = inputs, eqn.params
@@ -66,7 +68,3 @@ def _fft(program, eqn, inputs, out) -> list[str]:
     if params["fft_type"] == "irfft":
         return [f"{out} = {helper}({x}, {tuple_source(lengths)}, {axes})"]
     return [f"{out} = {helper}({x}, {axes})"]
-
-
-# Opaque emitters (``opaque.EMITTERS`` holds them with the others).
-EMITTERS = {"fft": _fft}

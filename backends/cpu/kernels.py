@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.primitive import Pattern
+from ...ir.rules import RuleTable
 from ...passes.kernels import INDEXED, WINDOWS, indexed_arrays
 from ...passes.window_stores import update_window
 from . import scalar
@@ -33,7 +34,11 @@ from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
 # A loop nest's body is written at most this many times, once per piece of its loops
 # split where their index tests change (``KernelWriter._write_loops``).
 MAX_LOOP_PIECES = 16
-REDUCTIONS = ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
+# The reductions a loop kernel folds (``reductions.ReductionWriter``), each with the rule
+# of the mapping its operand is read at (``operand_mappings``).
+REDUCTIONS = RuleTable(
+    "cpu reductions", not_applicable=lambda prim: prim.pattern is not Pattern.REDUCTION
+)
 _PASS_THROUGH = ("broadcast_in_dim", "reshape", "squeeze", "expand_dims")
 
 
@@ -81,18 +86,24 @@ def operand_mappings(eqn: Eqn, mapping: tuple, shape: tuple) -> list[tuple | Non
             result[k_in] = mapping[k_out]
         return [tuple(result)]
     if prim in REDUCTIONS:
-        x = eqn.inputs[0].aval
-        axes = reduced_axes(eqn)
-        if x.shape != shape:
-            raise Unfusable("reductions of different shapes in one kernel")
-        kept = iter(mapping)
-        return [
-            tuple(
-                (d if shape[d] != 1 else None) if d in axes else next(kept)
-                for d in range(len(shape))
-            )
-        ]
+        return REDUCTIONS[prim](eqn, mapping, shape)
     raise Unfusable(f"{prim} inside a loop kernel")
+
+
+@REDUCTIONS.rule("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
+def _reduction_operand(eqn: Eqn, mapping: tuple, shape: tuple) -> list[tuple]:
+    """A reduction's operand is read at the kept dims of ``mapping`` and along the
+    reduced ones (the iteration shape is the operand's)."""
+    x = eqn.inputs[0].aval
+    axes = reduced_axes(eqn)
+    if x.shape != shape:
+        raise Unfusable("reductions of different shapes in one kernel")
+    kept = iter(mapping)
+    return [
+        tuple(
+            (d if shape[d] != 1 else None) if d in axes else next(kept) for d in range(len(shape))
+        )
+    ]
 
 
 def reduced_axes(eqn: Eqn) -> tuple[int, ...]:

@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit
 
 from .loopnest import tuple_source
+from .opaque_emitters import EMITTERS
 from .scalar import dtype_source
 
 MODULE = "numbax.backends.cpu.linalg"
@@ -146,40 +147,35 @@ def _call(program, eqn, helper: str, inputs, flags=(), module: str = MODULE) -> 
     return lines + [f"{program.function(module, helper)}({arguments})"]
 
 
+@EMITTERS.rule("cholesky")
 def _cholesky(program, eqn, inputs, out) -> list[str]:
     return _call(program, eqn, "cholesky", inputs, module=LAPACK_MODULE)
 
 
+@EMITTERS.rule("triangular_solve")
 def _triangular_solve(program, eqn, inputs, out) -> list[str]:
     params = eqn.params
     flags = (params["lower"], params["transpose_a"], params["unit_diagonal"])
     return _call(program, eqn, "triangular_solve", inputs, flags, LAPACK_MODULE)
 
 
+@EMITTERS.rule("lu")
 def _lu(program, eqn, inputs, out) -> list[str]:
     return _call(program, eqn, "lu", inputs, module=LAPACK_MODULE)
 
 
+@EMITTERS.rule("qr")
 def _qr(program, eqn, inputs, out) -> list[str]:
     return _call(program, eqn, "qr", inputs, (eqn.params["full_matrices"],))
 
 
+@EMITTERS.rule("eigh")
 def _eigh(program, eqn, inputs, out) -> list[str]:
     return _call(program, eqn, "eigh", inputs)
 
 
+@EMITTERS.rule("svd")
 def _svd(program, eqn, inputs, out) -> list[str]:
     if not eqn.params["compute_uv"]:
         return _call(program, eqn, "singular_values", inputs)
     return _call(program, eqn, "svd", inputs, (eqn.params["full_matrices"],))
-
-
-# Opaque emitters (``opaque.EMITTERS`` holds them with the others).
-EMITTERS = {
-    "cholesky": _cholesky,
-    "triangular_solve": _triangular_solve,
-    "lu": _lu,
-    "qr": _qr,
-    "eigh": _eigh,
-    "svd": _svd,
-}

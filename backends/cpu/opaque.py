@@ -1,5 +1,6 @@
-"""Emitters for the ops fusion leaves alone: data movement and indexing, one op per kernel
-(and the calls back into Python, in ``callbacks.py``).
+"""Emitters for the ops fusion leaves alone: data movement and indexing, one op per kernel,
+registered in ``opaque_emitters.EMITTERS`` with those of ``callbacks.py``, ``linalg.py``,
+``fft.py`` and ``collectives.py``, which this module imports so that the table is complete.
 
 Each emitter returns the lines that bind the output name. A reshape and a slice of whole
 rows (``x[s:s + k]``, a C-contiguous view: ``passes.memory.is_row_window``, which the
@@ -21,31 +22,11 @@ operand's array when the memory plan proves the operand dies there
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ...ir.core import Eqn, Literal
 from ...passes.memory import is_row_window
-from . import scalar, sorting
-from .callbacks import EMITTERS as CALLBACK_EMITTERS
-from .fft import EMITTERS as FFT_EMITTERS
-from .linalg import EMITTERS as LINALG_EMITTERS
+from . import callbacks, collectives, fft, linalg, scalar, sorting  # noqa: F401 - fill EMITTERS
 from .loopnest import tuple_source
-
-# An emitter: (program, eqn, input expressions, output name) -> lines.
-EMITTERS: dict[str, Callable[..., list[str]]] = {
-    **CALLBACK_EMITTERS,
-    **LINALG_EMITTERS,
-    **FFT_EMITTERS,
-}
-
-
-def emitter(*names: str):
-    def register(fn):
-        for name in names:
-            EMITTERS[name] = fn
-        return fn
-
-    return register
+from .opaque_emitters import EMITTERS
 
 
 def _dtype(aval) -> str:
@@ -59,7 +40,7 @@ def _slices(bounds) -> str:
     return "[" + ", ".join(":".join(map(str, b)) for b in bounds) + "]"
 
 
-@emitter("reshape", "squeeze", "expand_dims")
+@EMITTERS.rule("reshape", "squeeze", "expand_dims")
 def _reshape(program, eqn: Eqn, inputs, out) -> list[str]:
     shape = eqn.outputs[0].aval.shape
     if not shape:  # Numba cannot reshape to rank 0
@@ -81,7 +62,7 @@ def _reshape(program, eqn: Eqn, inputs, out) -> list[str]:
     return [f"{out} = {inputs[0]}.reshape({tuple_source(shape)})"]
 
 
-@emitter("transpose")
+@EMITTERS.rule("transpose")
 def _transpose(program, eqn, inputs, out) -> list[str]:
     """A loop nest over the result (see ``_window_copy`` for why not ``.copy()``)."""
     aval = eqn.outputs[0].aval
@@ -94,7 +75,7 @@ def _transpose(program, eqn, inputs, out) -> list[str]:
     return program.new_array(out, aval.shape, aval.dtype) + nest.lines
 
 
-@emitter("slice")
+@EMITTERS.rule("slice")
 def _slice(program, eqn, inputs, out) -> list[str]:
     params = eqn.params
     bounds = [
@@ -130,7 +111,7 @@ def _window_copy(program, eqn, x: str, out: str, starts, steps) -> list[str]:
     return program.new_array(out, aval.shape, aval.dtype) + nest.lines
 
 
-@emitter("concatenate")
+@EMITTERS.rule("concatenate")
 def _concatenate(program, eqn, inputs, out) -> list[str]:
     if len(inputs) == 1:
         return [f"{out} = {inputs[0]}.copy()"]
@@ -146,7 +127,7 @@ def _concatenate(program, eqn, inputs, out) -> list[str]:
     return program.new_array(out, aval.shape, aval.dtype) + nest.lines
 
 
-@emitter("pad")
+@EMITTERS.rule("pad")
 def _pad(program, eqn, inputs, out) -> list[str]:
     aval = eqn.outputs[0].aval
     x_aval = eqn.inputs[0].aval
@@ -184,7 +165,7 @@ def _clamped_starts(program, eqn, starts, window) -> tuple[list[str], list[int |
     return lines, names
 
 
-@emitter("dynamic_slice")
+@EMITTERS.rule("dynamic_slice")
 def _dynamic_slice(program, eqn, inputs, out) -> list[str]:
     window = eqn.params["slice_sizes"]
     lines, starts = _clamped_starts(program, eqn, eqn.inputs[1:], window)
@@ -203,7 +184,7 @@ def _updated(program, eqn, inputs, out) -> str:
     return program.updated_copy(eqn.outputs[0], inputs[0])
 
 
-@emitter("dynamic_update_slice")
+@EMITTERS.rule("dynamic_update_slice")
 def _dynamic_update_slice(program, eqn, inputs, out) -> list[str]:
     """The operand (copied unless in place), then the window written element by element
     (a loop nest that LLVM vectorises, where Numba's slice assignment is generic); or
@@ -266,7 +247,7 @@ def _indexing_nest(program, x_aval, indices_name, indices_shape, axis, *, drop: 
     return nest, x_index, other_index
 
 
-@emitter("gather")
+@EMITTERS.rule("gather")
 def _gather(program, eqn, inputs, out) -> list[str]:
     x_aval, indices_aval = eqn.inputs[0].aval, eqn.inputs[1].aval
     aval = eqn.outputs[0].aval
@@ -279,7 +260,7 @@ def _gather(program, eqn, inputs, out) -> list[str]:
     return program.new_array(out, aval.shape, aval.dtype) + nest.lines
 
 
-@emitter("scatter")
+@EMITTERS.rule("scatter")
 def _scatter(program, eqn, inputs, out) -> list[str]:
     x_aval, indices_aval = eqn.inputs[0].aval, eqn.inputs[1].aval
     axis, mode = eqn.params["axis"], eqn.params["mode"]
@@ -303,7 +284,7 @@ def _scatter_combine(program, mode, dtype, target, update) -> str:
     return scalar.emit(program, prim, dtype, dtype, [target, update], {})
 
 
-@emitter("cumsum")
+@EMITTERS.rule("cumsum")
 def _cumsum(program, eqn, inputs, out) -> list[str]:
     aval = eqn.outputs[0].aval
     axis, reverse = eqn.params["axis"], eqn.params["reverse"]
@@ -337,7 +318,7 @@ def _radix_sort(program, aval, x: str, out: str) -> list[str]:
     ]
 
 
-@emitter("sort")
+@EMITTERS.rule("sort")
 def _sort(program, eqn, inputs, out) -> list[str]:
     """One operand sorted along its last axis is a radix sort of each row
     (``sorting.py``) where its dtype has one, else one ``np.sort`` call (Numba's sorts

@@ -831,7 +831,7 @@ def _view_offset(eqn: Eqn) -> int | None:
 def _kind(kernel: Kernel) -> str:
     """What the body holds decides how it is written; the kernel's kind is only a hint."""
     prims = {eqn.prim.name for eqn in kernel.jaxpr.eqns}
-    if prims & set(REDUCTIONS):
+    if prims & REDUCTIONS.names():
         return "reduction"
     if "dot_general" in prims:
         return "contraction"

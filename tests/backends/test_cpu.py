@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 import numbax
 from numbax import backends
 from numbax.backends import cpu
-from numbax.backends.cpu import contraction, control, kernels, opaque, scalar
+from numbax.backends.cpu import contraction
 from numbax.backends.cpu.executable import CpuExecutable
-from numbax.ir.primitive import PRIMITIVES
 from numbax.tracer import lax
 
 F32, F64, I32, I64, BOOL = (np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool"))
@@ -65,18 +64,7 @@ def parallel(monkeypatch):
     monkeypatch.setattr(contraction, "MIN_ROWS", 1)
 
 
-# --- coverage --------------------------------------------------------------------------------
-
-
-def test_every_primitive_has_a_cpu_implementation():
-    handled = (
-        scalar.EMITTERS.names()
-        | set(opaque.EMITTERS)
-        | set(kernels.REDUCTIONS)
-        | set(control.WRITERS)
-        | {"broadcast_in_dim", "iota", "dot_general", "kernel"}
-    )
-    assert set(PRIMITIVES) <= handled, sorted(set(PRIMITIVES) - handled)
+# --- coverage: every cpu rule table covers its primitives (tests/test_rule_tables.py) -----------
 
 
 def test_cpu_is_the_default_backend(monkeypatch):
