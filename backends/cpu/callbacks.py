@@ -19,7 +19,7 @@ from .opaque_emitters import EMITTERS
 
 RUNTIME = "numbax.ir.callbacks"
 NUMBA = "numba"
-# What generated code that calls back needs imported (program.IMPORTS's form).
+# What generated code that calls back needs imported (launcher_module.IMPORTS's form).
 IMPORTS = {
     RUNTIME: ("nbx_callbacks", "from numbax.ir import callbacks as nbx_callbacks"),
     NUMBA: ("numba", "import numba"),

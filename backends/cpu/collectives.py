@@ -151,7 +151,7 @@ def _axis_index(program, eqn, inputs, out) -> list[str]:
 
 def register() -> None:
     """Add the collectives' runtime module to the program's imports (idempotent)."""
-    from . import program
+    from . import launcher_module
 
-    program.IMPORTS.update(IMPORTS)
-    program._RESERVED.add(ALIAS)
+    launcher_module.IMPORTS.update(IMPORTS)
+    launcher_module._RESERVED.add(ALIAS)
