@@ -15,7 +15,7 @@ array([2., 2., 2.])
 """
 
 from .. import transforms as _transforms  # noqa: F401  (the rule tables the rules join)
-from ..backends.cpu import collectives as _cpu_collectives  # noqa: F401  (registers writers)
+from ..backends.cpu import collectives as _cpu_collectives  # noqa: F401  (the MPI imports)
 from ..transforms import collective_rules as _collective_rules  # noqa: F401
 from .collectives import (
     all_gather,

@@ -68,8 +68,8 @@ def check_ir() -> None:
 
 
 def check_tables() -> None:
-    """The collectives in every rule table that applies to them (the batching, derivative
-    and cuda runner tables among them); the cpu writers are not a RuleTable yet."""
+    """The collectives in every rule table that applies to them (the cpu emitters, the
+    batching, derivative and cuda runner tables among them)."""
     for prim in c.COLLECTIVES:
         assert prim.side_effects, prim
         assert prim.name in opaque.EMITTERS, f"{prim}: no cpu writer"
