@@ -23,6 +23,7 @@ from scipy.special import erf, erfcx
 
 import numbax
 from numbax.backends.cpu import fastmath
+from numbax.config import cuda_simulator
 
 FLOAT32, FLOAT64 = np.dtype("float32"), np.dtype("float64")
 FOUR_BITS = int(np.float32(4).view(np.int32))
@@ -168,6 +169,10 @@ print("ok")
 """
 
 
+@pytest.mark.skipif(
+    not (cuda_simulator() or switches.flag("NUMBAX_TEST_GPU")),
+    reason="needs NUMBA_ENABLE_CUDASIM=1 (as the CUDA tests: numba-cuda, the cuda extra)",
+)
 @pytest.mark.skipif(sys.platform == "win32", reason="one subprocess, POSIX environment")
 def test_cuda_simulator_erf_matches_scipy():
     environment = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
