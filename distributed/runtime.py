@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import traceback
 
 from ..ir import collectives as c
@@ -19,6 +20,7 @@ from ..ir.errors import MissingDependencyError
 
 _STARTED = threading.Lock()
 _hook_installed = False
+ABORT_GRACE_S = 0.5  # seconds between printing a failing process's error and the abort
 
 
 def _mpi():
@@ -59,6 +61,9 @@ def initialize() -> None:
             )
             sys.stderr.flush()
             sys.stdout.flush()
+            # The launcher forwards a process's output through its proxy, which the abort
+            # kills: a moment first, or the traceback may be lost (seen under load in CI).
+            time.sleep(ABORT_GRACE_S)
             world.Abort(1)
 
         sys.excepthook = abort_on_uncaught
