@@ -82,7 +82,7 @@ def test_threads_compiling_one_program_share_its_compiled_code(compiled_backend,
     closed = numbax.make_jaxpr(lambda x: np.exp(x) * 2.625 - x)(x)
     compile_program = backends.get_backend(compiled_backend).compile
     executables = _together([lambda: compile_program(closed, "threads")] * THREADS)
-    compiled = {id(_compiled_code(executable)) for executable in executables}
+    compiled = {_compiled_code(executable) for executable in executables}
     assert len(compiled) == 1
     for executable in executables:
         (result,) = executable(x)
@@ -99,9 +99,12 @@ def test_threads_compiling_different_programs_each_get_their_own(backend, cache_
     assert all(f.cache_info().traces == 1 for f in functions)
 
 
-def _compiled_code(executable):
-    """What the backend compiled: the Numba dispatcher (cpu), the kernels (cuda)."""
-    return executable.function if hasattr(executable, "function") else executable.kernels
+def _compiled_code(executable) -> tuple:
+    """The identities of what the backend compiled: the Numba dispatcher (cpu), each
+    kernel (cuda: a program's own list of kernels compiled once per process)."""
+    if hasattr(executable, "function"):
+        return (id(executable.function),)
+    return tuple(map(id, executable.kernels))
 
 
 _NEW_PROCESS = """
