@@ -164,7 +164,7 @@ def _compiled_and_run(lowered, args, stages: Stages):
     kernels = stats.kernels or {}
     stages.kernels = sum(kernels.values())
     stages.kernel_hits = kernels.get("memory", 0) + kernels.get("disk", 0)
-    stages.kernel_calls = executable.program.launcher.count(f"{ADDRESSES}[")
+    stages.kernel_calls = executable.program.code.count(f"{ADDRESSES}[")
     return executable, result
 
 
