@@ -22,6 +22,7 @@ import math
 from ...ir.core import Eqn, Jaxpr
 from ...ir.primitive import Pattern
 from ...ir.rules import RuleTable
+from .scalar import storage_dtype
 
 # Every control-flow primitive but ``kernel``, which is fusion's unit of code, written by
 # the writer of its kind (``program._ProgramWriter._kernel``), not as control flow.
@@ -76,10 +77,12 @@ def _initial_carries(writer, operands, ownership) -> list[str]:
 
 def _assign(writer, targets, values) -> None:
     """``targets = values``, all at once (a body may return its carries swapped)."""
-    if len(targets) == 1:
-        writer.emit(f"{targets[0]} = {values[0]}")
-    elif targets:
-        writer.emit(f"{', '.join(targets)} = {', '.join(values)}")
+    if targets:
+        writer.emit(_assignment(targets, values))
+
+
+def _assignment(targets, values) -> str:
+    return f"{', '.join(targets)} = {', '.join(values)}"
 
 
 @WRITERS.rule("jit_call", "checkpoint", "custom_vjp_call", "custom_jvp_call")
@@ -139,45 +142,59 @@ def write_scan(writer, eqn: Eqn) -> None:
     ys = eqn.outputs[n_carry:]
     ownership = _ownership(writer)
     writer.emit(f"# {writer.comment(eqn)}")
+    # Each line is recorded for the steps (``steps.py``): a scan of kernel calls is a
+    # loop of steps, with no launcher code of its own.
     initial = eqn.inputs[n_consts : n_consts + n_carry]
-    _assign(writer, carries, _initial_carries(writer, initial, ownership))
+    if carries:
+        line = _assignment(carries, _initial_carries(writer, initial, ownership))
+        writer.steps.carries(writer, line, carries, initial)
     for y in ys:  # one element (one step of one element): a scalar the step assigns
         if writer.is_scalar(y):
             writer.emit(f"{writer.name(y)} = {writer.constant(0, y.aval.dtype)}")
         else:
-            writer.emit(*writer.new_array(writer.name(y), y.aval.shape, y.aval.dtype))
+            name, nbytes = writer.name(y), y.aval.size * storage_dtype(y.aval.dtype).itemsize
+            writer.steps.array(
+                writer, name, writer.new_array(name, y.aval.shape, y.aval.dtype), nbytes
+            )
     step = writer.fresh("step")
     order = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
-    writer.emit(f"for {step} in {order}:")
+    writer.steps.loop(writer, f"for {step} in {order}:", step, length, p["reverse"])
     with _indented(writer):
         slices = [_slice(writer, x, step) for x in xs]
         results = _body(writer, jaxpr, consts + carries + slices, ownership.body)
         # Store the ys before the carries move on: a y may be this step's incoming carry
         # (the backward pass of a scan reads exactly that).
-        for y, result in zip(ys, results[n_carry:], strict=True):
-            _store_row(writer, y, step, result)
-        _assign(writer, carries, results[:n_carry])
-    _assign(writer, [writer.name(v) for v in eqn.outputs[:n_carry]], carries)
+        outvars = jaxpr.outvars
+        for y, result, atom in zip(ys, results[n_carry:], outvars[n_carry:], strict=True):
+            _store_row(writer, y, step, result, atom)
+        if carries:
+            line = _assignment(carries, results[:n_carry])
+            writer.steps.update(writer, line, carries, outvars[:n_carry])
+    outputs = [writer.name(v) for v in eqn.outputs[:n_carry]]
+    if outputs:
+        writer.steps.assign(writer, _assignment(outputs, carries), outputs, carries)
 
 
-def _store_row(writer, y, step: str, result: str) -> None:
-    """``ys[step] = result`` as a loop nest: LLVM vectorises it, where Numba's slice
-    assignment copies element by element through a generic strided path. A row of one
-    element is a scalar store."""
+def _store_row(writer, y, step: str, result: str, atom) -> None:
+    """``ys[step] = result`` (the value of the body's ``atom``) as a loop nest: LLVM
+    vectorises it, where Numba's slice assignment copies element by element through a
+    generic strided path. A row of one element is a scalar store."""
     ys, shape = writer.name(y), y.aval.shape[1:]
     if writer.is_scalar(y):
         writer.emit(f"{ys} = {result}")
         return
     if math.prod(shape) == 1:
-        writer.emit(f"{ys}[{', '.join([step] + ['0'] * len(shape))}] = {result}")
+        line = f"{ys}[{', '.join([step] + ['0'] * len(shape))}] = {result}"
+        writer.steps.store(writer, [line], y, atom, step)
         return
     row = writer.fresh(f"{ys}_row")
-    writer.emit(f"{row} = {ys}[{step}]")
+    lines = [f"{row} = {ys}[{step}]"]
     indices = [writer.fresh("i") for _ in shape]
     for depth, (index, size) in enumerate(zip(indices, shape, strict=True)):
-        writer.emit(f"{'    ' * depth}for {index} in range({size}):")
+        lines.append(f"{'    ' * depth}for {index} in range({size}):")
     at = ", ".join(indices)
-    writer.emit(f"{'    ' * len(shape)}{row}[{at}] = {result}[{at}]")
+    lines.append(f"{'    ' * len(shape)}{row}[{at}] = {result}[{at}]")
+    writer.steps.store(writer, lines, y, atom, step)
 
 
 def _slice(writer, xs, step: str) -> str:
@@ -187,9 +204,10 @@ def _slice(writer, xs, step: str) -> str:
     array = writer.name(xs)
     name = writer.fresh(f"{array}_row")
     if math.prod(xs.aval.shape[1:]) == 1:
-        writer.emit(f"{name} = {array}[{', '.join([step] + ['0'] * (xs.aval.ndim - 1))}]")
+        line = f"{name} = {array}[{', '.join([step] + ['0'] * (xs.aval.ndim - 1))}]"
     else:
-        writer.emit(f"{name} = {array}[{step}]")
+        line = f"{name} = {array}[{step}]"
+    writer.steps.row(writer, line, name, xs, step)
     return name
 
 

@@ -15,7 +15,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .steps import CALL, SET
+from .steps import CALL, COPY, LOOP, NEXT, SET, VIEW
 
 
 @intrinsic
@@ -55,7 +55,11 @@ def _copy_bytes(typingctx, destination, source, nbytes):
 def _address(codes, at, pointers, arena):
     """The address an operand (two codes at ``at``: where, offset) stands for."""
     where = codes[at]
-    return (arena if where < 0 else pointers[where]) + codes[at + 1]
+    if where >= 0:
+        return pointers[where] + codes[at + 1]
+    if where == -1:
+        return arena + codes[at + 1]
+    return _int64_pointer(arena - 2 - where)[0] + codes[at + 1]  # a row's pointer
 
 
 def _machine(codes, pointers, arena, addresses):
@@ -77,11 +81,27 @@ def _machine(codes, pointers, arena, addresses):
             value[0] = codes[step + 4]
             _copy_bytes(_address(codes, step + 1, pointers, arena), table_at, codes[step + 3])
             step += 5
-        else:
+        elif op == COPY:
             to = _address(codes, step + 1, pointers, arena)
             from_ = _address(codes, step + 3, pointers, arena)
             _copy_bytes(to, from_, codes[step + 5])
             step += 6
+        elif op == VIEW:
+            counter = _int64_pointer(arena + codes[step + 4])
+            row = _address(codes, step + 2, pointers, arena) + counter[0] * codes[step + 5]
+            _int64_pointer(arena + codes[step + 1])[0] = row
+            step += 6
+        elif op == LOOP:
+            if codes[step + 1] > 0:
+                _int64_pointer(arena + codes[step + 2])[0] = 0
+                step += 4
+            else:
+                step += 4 + codes[step + 3]
+        elif op == NEXT:
+            loop = step - codes[step + 1]
+            counter = _int64_pointer(arena + codes[loop + 2])
+            counter[0] += 1
+            step = loop + 4 if counter[0] < codes[loop + 1] else step + 2
 
 
 @functools.cache

@@ -115,14 +115,180 @@ def test_data_movement_and_updates_are_units_the_steps_call():
     _same_as_interpreter(moves, x, 1)
 
 
-def test_a_program_with_a_loop_keeps_its_compiled_launcher():
-    def looped(x):
-        return numbax.fori_loop(0, 3, lambda i, v: np.tanh(v) + 1.0, x)
+def _runs_as_steps(program) -> None:
+    """The program is steps, its loops among them: no launcher code of its own to
+    compile, and the loops on show in the launcher the steps stand for."""
+    assert program.steps and "nbx_steps.run(" in program.launcher
+    assert "nbx_launch.call" not in program.launcher and "for step" not in program.launcher
+    assert "for step" in program.code and "nbx_launch.call" in program.code
+
+
+def test_a_loop_the_steps_cannot_express_keeps_its_compiled_launcher():
+    def until_large(x):  # a trip count the data decides
+        return numbax.while_loop(lambda v: v.sum() < 100.0, lambda v: np.tanh(v) + v * 2.0, x)
+
+    def indexed(x):  # the index is a scalar the launcher computes inline
+        return numbax.fori_loop(0, 3, lambda i, v: np.tanh(v) * i + v, x)
 
     x = RNG.random((5, 5))
-    program = _program(looped, x)
-    assert not program.steps and "for step" in program.launcher
-    _same_as_interpreter(looped, x)
+    for fn in (until_large, indexed):
+        program = _program(fn, x)
+        assert not program.steps and (
+            "while True" in program.launcher or "for step" in program.launcher
+        )
+        _same_as_interpreter(fn, x)
+
+
+def _lstm_loss(params, xs, targets):
+    w_x, w_h, b, w_out = params
+    units = w_h.shape[0]
+
+    def cell(carry, x):
+        h, c = carry
+        z = x @ w_x + h @ w_h + b
+        gates = 1.0 / (1.0 + np.exp(-z[:, : 3 * units]))
+        candidate = np.tanh(z[:, 3 * units :])
+        c = gates[:, units : 2 * units] * c + gates[:, :units] * candidate
+        h = gates[:, 2 * units :] * np.tanh(c)
+        return (h, c), h
+
+    zeros = np.zeros((xs.shape[1], units), xs.dtype)
+    _, states = numbax.lax.scan(cell, (zeros, zeros), xs)
+    error = states @ w_out - targets
+    return (error * error).mean()
+
+
+def _lstm_loss_numpy(params, xs, targets):
+    """The same loss with a Python loop over the time steps: NumPy's answer."""
+    w_x, w_h, b, w_out = params
+    units = w_h.shape[0]
+    h = c = np.zeros((xs.shape[1], units), xs.dtype)
+    states = []
+    for x in xs:
+        z = x @ w_x + h @ w_h + b
+        gates = 1.0 / (1.0 + np.exp(-z[:, : 3 * units]))
+        c = gates[:, units : 2 * units] * c + gates[:, :units] * np.tanh(z[:, 3 * units :])
+        h = gates[:, 2 * units :] * np.tanh(c)
+        states.append(h)
+    error = np.stack(states) @ w_out - targets
+    return (error * error).mean()
+
+
+def test_an_lstm_training_step_through_scan_runs_as_steps():
+    n_in, units, steps, batch = 3, 4, 5, 2
+    params = (
+        RNG.standard_normal((n_in, 4 * units)) * 0.5,
+        RNG.standard_normal((units, 4 * units)) * 0.5,
+        RNG.standard_normal(4 * units) * 0.1,
+        RNG.standard_normal((units, 2)) * 0.5,
+    )
+    xs, targets = RNG.standard_normal((steps, batch, n_in)), RNG.standard_normal((steps, batch, 2))
+    step = numbax.value_and_grad(_lstm_loss)
+    _runs_as_steps(_program(step, params, xs, targets))
+    before = [a.copy() for a in numbax.tree_leaves((params, xs, targets))]
+    loss, grads = _same_as_interpreter(step, params, xs, targets, rtol=1e-10)
+    for a, b in zip(numbax.tree_leaves((params, xs, targets)), before, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(loss, _lstm_loss_numpy(params, xs, targets), rtol=1e-12)
+    # The gradient along a random direction: central finite differences of NumPy's loss.
+    direction = [RNG.standard_normal(p.shape) for p in params]
+    eps = 1e-6
+    shifted = [
+        _lstm_loss_numpy(
+            tuple(p + sign * eps * d for p, d in zip(params, direction, strict=True)), xs, targets
+        )
+        for sign in (1, -1)
+    ]
+    along = sum(float(np.sum(g * d)) for g, d in zip(grads, direction, strict=True))
+    np.testing.assert_allclose(along, (shifted[0] - shifted[1]) / (2 * eps), rtol=1e-6)
+
+
+def test_a_reversed_scan_reads_and_writes_its_rows_backwards():
+    def backwards(c, xs):
+        def body(carry, x):
+            new = np.tanh(carry * x) + 0.5
+            return new, new * 2.0 - carry
+
+        return numbax.scan(body, c, xs, reverse=True)
+
+    c, xs = RNG.random((3, 4)), RNG.random((5, 3, 4))
+    _runs_as_steps(_program(backwards, c, xs))
+    final, ys = _same_as_interpreter(backwards, c, xs)
+    carry, want = c, np.empty_like(xs)
+    for k in reversed(range(len(xs))):
+        new = np.tanh(carry * xs[k]) + 0.5
+        want[k], carry = new * 2.0 - carry, new
+    np.testing.assert_allclose(ys, want, rtol=1e-12)
+    np.testing.assert_allclose(final, carry, rtol=1e-12)
+
+
+def test_a_fori_loop_with_carries_swapped_and_passed_through():
+    def swapping(a, b, w):
+        def body(i, carries):
+            x, y, kept = carries
+            return np.tanh(y @ w), x, kept  # y takes x's memory, which x's update writes
+
+        return numbax.fori_loop(0, 5, body, (a, b, a * 3.0))
+
+    a, b, w = RNG.random((4, 4)), RNG.random((4, 4)), RNG.random((4, 4))
+    _runs_as_steps(_program(swapping, a, b, w))
+    got = _same_as_interpreter(swapping, a, b, w)
+    x, y = a, b
+    for _ in range(5):
+        x, y = np.tanh(y @ w), x
+    np.testing.assert_allclose(got[0], x, rtol=1e-12)
+    np.testing.assert_allclose(got[1], y, rtol=1e-12)
+    np.testing.assert_allclose(got[2], a * 3.0, rtol=1e-12)
+
+
+def test_a_scan_over_an_arguments_memory_leaves_the_argument_unchanged():
+    def updated(x, xs):
+        def body(carry, row):
+            # The ys read the incoming carry, updated in place by the body.
+            return carry.at[0].set(carry[0] * 0.5 + row), carry[1] * 1.0
+
+        return numbax.scan(body, x, xs)
+
+    x, xs = RNG.random((3, 4)), RNG.random((6, 4))
+    program = _program(updated, x, xs)
+    _runs_as_steps(program)
+    kept = x.copy(), xs.copy()
+    final, ys = _same_as_interpreter(updated, x, xs)
+    np.testing.assert_array_equal(x, kept[0])
+    np.testing.assert_array_equal(xs, kept[1])
+    carry, want = x.copy(), np.empty((6, 4))
+    for k, row in enumerate(xs):
+        want[k] = carry[1]
+        carry[0] = carry[0] * 0.5 + row
+    np.testing.assert_allclose(final, carry, rtol=1e-12)
+    np.testing.assert_allclose(ys, want, rtol=1e-12)
+    # Each result is memory of its own: writing one changes no other, nor an argument.
+    results = numbax.jit(updated, tiered=False)(x, xs)
+    for k, result in enumerate(results):
+        assert not np.shares_memory(result, x) and not np.shares_memory(result, xs)
+        result[...] = k
+    assert all(np.all(r == k) for k, r in enumerate(results))
+    np.testing.assert_array_equal(x, kept[0])
+
+
+def test_a_scan_inside_a_loop_runs_as_nested_steps():
+    def nested(c, xs):
+        def outer(i, carry):
+            carry, ys = numbax.scan(lambda h, x: (np.tanh(h + x), h * x), carry, xs)
+            return carry + ys.sum(axis=0)
+
+        return numbax.fori_loop(0, 3, outer, c)
+
+    c, xs = RNG.random((2, 3)), RNG.random((4, 2, 3))
+    _runs_as_steps(_program(nested, c, xs))
+    got = _same_as_interpreter(nested, c, xs)
+    carry = c
+    for _ in range(3):
+        h, total = carry, 0.0
+        for x in xs:
+            h, total = np.tanh(h + x), total + h * x
+        carry = h + total
+    np.testing.assert_allclose(got, carry, rtol=1e-12)
 
 
 def test_concurrent_calls_each_have_an_arena_of_their_own():
