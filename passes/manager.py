@@ -23,7 +23,7 @@ from ..ir.core import ClosedJaxpr
 from ..ir.errors import TypecheckError
 from ..ir.graph import jaxpr_to_dot
 from ..ir.typecheck import typecheck
-from .refusals import Refusal, counted
+from .refusals import Reason, counted
 
 PassFn = Callable[[ClosedJaxpr], tuple[ClosedJaxpr, dict[str, int]]]
 
@@ -63,7 +63,7 @@ class PassRecord:
     eqns_before: int  # top-level equations (a kernel counts as one)
     eqns_after: int
     seconds: float = 0.0  # the pass's own time, checks and dumps excluded
-    refusals: dict[Refusal, int] = field(default_factory=dict)  # what it declined, why
+    refusals: dict[Reason, int] = field(default_factory=dict)  # what it declined, why
 
     @property
     def changed(self) -> bool:
@@ -89,6 +89,10 @@ class PassLog:
 
     records: list[PassRecord] = field(default_factory=list)
     analyses: dict[str, Any] = field(default_factory=dict)
+    # Where the run dumps the program after each pass (``NUMBAX_DUMP``), and the number of
+    # the last file written there: a record ``add`` ed later is dumped after them.
+    dump_dir: str | None = None
+    last_index: int = 0
 
     def __iter__(self):
         return iter(self.records)
@@ -103,24 +107,43 @@ class PassLog:
             out[record.name] = out.get(record.name, 0.0) + record.seconds
         return out
 
-    def add(self, name: str, changes, eqns_before: int, eqns_after: int) -> PassRecord:
+    def add(
+        self,
+        name: str,
+        changes,
+        eqns_before: int,
+        eqns_after: int,
+        *,
+        seconds: float = 0.0,
+        program=None,
+    ) -> PassRecord:
         """Record a rewrite run after the pipeline, on its result (a backend's rewrites
-        of the fused program), as the log's next pass."""
-        index = self.records[-1].index + 1 if self.records else 1
+        of the fused program, ``program`` what they made), as the log's next pass, dumped
+        after the others where the run dumps."""
+        self.last_index = max(self.last_index, self.records[-1].index if self.records else 0)
+        self.last_index += 1
         refusals = counted(changes)
         kept = {k: v for k, v in changes.items() if k not in refusals}
-        record = PassRecord(index, name, None, None, kept, eqns_before, eqns_after)
-        record.refusals = refusals
+        record = PassRecord(
+            self.last_index, name, None, None, kept, eqns_before, eqns_after, seconds, refusals
+        )
         self.records.append(record)
+        if self.dump_dir:
+            shown = "" if program is None else f"{program}\n"
+            path = os.path.join(self.dump_dir, f"{record.index:02d}_{name}.txt")
+            _write(path, f"# {record}\n{shown}")
         return record
 
-    def refusals(self, name: str = "fusion") -> dict[Refusal, int]:
-        """What every run of the pass ``name`` refused, counted by reason."""
-        out: dict[Refusal, int] = {}
-        for record in self.records:
-            if record.name == name:
-                for refusal, count in record.refusals.items():
-                    out[refusal] = out.get(refusal, 0) + count
+    def refusals(self, name: str = "fusion") -> dict[Reason, int]:
+        """What every run of the pass ``name`` refused, counted by reason: fusion's
+        ``Refusal``, a backend's (``cpu_write``), or the memory plan's ``MemoryRefusal``
+        (``refusals("memory_plan")``, an analysis whose result counts them)."""
+        out: dict[Reason, int] = {}
+        counts = [record.refusals for record in self.records if record.name == name]
+        counts.append(getattr(self.analyses.get(name), "refusals", {}))
+        for refusals in counts:
+            for refusal, count in refusals.items():
+                out[refusal] = out.get(refusal, 0) + count
         return out
 
     def totals(self, name: str) -> dict[str, int]:
@@ -164,7 +187,7 @@ class _Runner:
     def __init__(self, dump_dir: str | None, debug_checks: bool):
         self.dump_dir = dump_dir
         self.debug_checks = debug_checks
-        self.log = PassLog()
+        self.log = PassLog(dump_dir=dump_dir)
         self.index = itertools.count(1)
         if dump_dir:
             os.makedirs(dump_dir, exist_ok=True)
@@ -174,8 +197,9 @@ class _Runner:
         start = time.perf_counter()
         result, changes = stage.run(closed)
         refusals = counted(changes)
+        self.log.last_index = next(self.index)
         record = PassRecord(
-            next(self.index),
+            self.log.last_index,
             stage.name,
             group,
             round_,
@@ -204,8 +228,9 @@ class _Runner:
     def analyse(self, stage: Analysis, closed) -> None:
         result = stage.run(closed)
         self.log.analyses[stage.name] = result
+        self.log.last_index = next(self.index)
         if self.dump_dir:
-            path = os.path.join(self.dump_dir, f"{next(self.index):02d}_{stage.name}.txt")
+            path = os.path.join(self.dump_dir, f"{self.log.last_index:02d}_{stage.name}.txt")
             _write(path, f"{result}\n")
 
     def check(self, stage: Pass, closed) -> None:

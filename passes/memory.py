@@ -26,12 +26,13 @@ into the operand's memory (``Liveness.window_stores``, proven in ``window_stores
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var
 from ..ir.primitive import Pattern
 from .pointwise import pointwise_refusal
+from .refusals import MemoryRefusal, Refused
 from .window_stores import store_refusal, update_window
 
 # Functional updates: the output is operand 0 with some elements replaced.
@@ -74,6 +75,9 @@ class MemoryPlan:
     # the output -> that update's output (``Liveness.window_stores``). It keeps its buffer
     # in the plan, for a backend that writes it there and copies it (CUDA does).
     window_stores: dict[Var, Var] = field(default_factory=dict)
+    # Why values took memory of their own, by ``MemoryRefusal``: a spare buffer refused,
+    # an update not in place, a window not stored into, a loop's carry copied before it.
+    refusals: Counter = field(default_factory=Counter)
 
     @property
     def num_buffers(self) -> int:
@@ -85,11 +89,14 @@ class MemoryPlan:
         return sum(b.nbytes for b in self.buffers)
 
     def __str__(self):
+        counts = sorted((str(reason), count) for reason, count in self.refusals.items())
+        refused = ", ".join(f"{reason}={count}" for reason, count in counts if count)
         return (
             f"{len(self.buffer_of)} intermediates in {self.num_buffers} buffers, "
             f"{self.peak_bytes} bytes (unplanned: {self.total_intermediate_bytes} bytes), "
             f"{len(self.in_place)} updates in place, "
             f"{len(self.window_stores)} stored into their windows by their kernels"
+            + (f"; refused: {refused}" if refused else "")
         )
 
 
@@ -119,10 +126,10 @@ class Liveness:
         self.in_place: dict[Var, Var] = {}  # update output -> the operand it writes into
         self.loops: dict[int, LoopOwnership] = {}  # loop eqn -> the carries it owns
         self.written: set[Var] = set()  # memories that updates or loops write into
-        self._refusals: dict[int, str | None] = {}  # update eqn -> why not in place
+        self._refusals: dict[int, Refused | None] = {}  # update eqn -> why not in place
         # A loop kernel's output -> the in-place update whose window the kernel stores it in.
         self.window_stores: dict[Var, int] = {}
-        self._store_refusals: dict[int, str | None] = {}  # update eqn -> why not
+        self._store_refusals: dict[int, Refused | None] = {}  # update eqn -> why not
         for var in [*jaxpr.constvars, *jaxpr.invars]:
             self._store(var, frozenset([var]))
         for index, eqn in enumerate(jaxpr.eqns):
@@ -153,6 +160,20 @@ class Liveness:
             end = math.inf if var in self.callers else self.last_read.get(var, -1)
             for root in memory:
                 self._memory_end[root] = max(self._memory_end[root], end)
+
+    def refusals(self) -> Counter:
+        """Why updates of this program and of its loops' bodies do not write in place, or
+        their kernels not into the window, and loops copy carries, by ``MemoryRefusal``."""
+        counts: Counter = Counter()
+        for index, refusal in self._refusals.items():
+            if refusal is None:
+                refusal = self._store_refusals.get(index)
+            if refusal is not None:
+                counts[refusal.reason] += 1
+        for loop in self.loops.values():
+            counts.update(refusal.reason for refusal in loop.why_copied)
+            counts.update(loop.body.refusals())
+        return counts
 
     def release(self, var: Var) -> float:
         """After which eqn nothing reads the memory ``var`` was made in: its own last
@@ -221,38 +242,48 @@ class Liveness:
             found.update(dict.fromkeys(self._sharers[root]))
         return list(found)
 
-    def update_refusal(self, index: int) -> str | None:
+    def update_refusal(self, index: int) -> Refused | None:
         """Why update eqn ``index`` may not write into its operand's memory; None when
         nothing reads that memory after the update (nor the update itself, but for the
         operand it overwrites) and it is not the caller's."""
         return self._refusals[index]
 
-    def window_store_refusal(self, index: int) -> str | None:
+    def window_store_refusal(self, index: int) -> Refused | None:
         """Why the loop kernel making update eqn ``index``'s update may not store it
         straight into the window of the operand (``window_stores.store_refusal``)."""
         if self._refusals[index] is not None:
-            return f"the update does not write in place: {self._refusals[index]}"
+            return Refused(
+                MemoryRefusal.NOT_IN_PLACE,
+                f"the update does not write in place: {self._refusals[index]}",
+            )
         return self._store_refusals[index]
 
-    def _update_refusal(self, index: int) -> str | None:
+    def _update_refusal(self, index: int) -> Refused | None:
         """``update_refusal``, asked when the values made before ``index`` are known."""
         eqn = self.eqns[index]
         operand = eqn.inputs[updated_operand(eqn)]
         if not isinstance(operand, Var):
-            return "the operand is a constant of the program"
+            return Refused(MemoryRefusal.CONSTANT, "the operand is a constant of the program")
         others = _other_update_inputs(eqn)
         for value in self.sharing(operand):
             what = "the operand" if value is operand else "a value sharing the operand's memory"
             if value in self.callers:
-                return f"{what} is the caller's array, an input or a result of the program"
+                return Refused(
+                    MemoryRefusal.CALLERS_MEMORY,
+                    f"{what} is the caller's array, an input or a result of the program",
+                )
             last = self.last_read.get(value, self.made_at.get(value, -1))
             if last > index:
-                return f"eqn {last} reads {what} after the update"
+                return Refused(
+                    MemoryRefusal.READ_LATER, f"eqn {last} reads {what} after the update"
+                )
             if value in others:
-                return f"the update reads {what} as another operand"
+                return Refused(
+                    MemoryRefusal.READ_ELSEWHERE, f"the update reads {what} as another operand"
+                )
         return None
 
-    def overwrite_refusal(self, index: int, output: Var, value: Var) -> str | None:
+    def overwrite_refusal(self, index: int, output: Var, value: Var) -> Refused | None:
         """Why eqn ``index`` may not write its ``output`` into the buffer holding
         ``value``; None when nothing can read ``value`` once that write has begun.
 
@@ -261,19 +292,30 @@ class Liveness:
         which its epilogue may overwrite element by element).
         """
         if value in self.callers:
-            return "the value is the caller's array, an input or a result of the program"
+            return Refused(
+                MemoryRefusal.CALLERS_MEMORY,
+                "the value is the caller's array, an input or a result of the program",
+            )
         made = self.made_at.get(value)
         if made is None:
             return _body_overwrite_refusal(self.eqns[index], output, value)
         if made >= index:
-            return f"the value is made by eqn {made}, not before eqn {index}"
+            return Refused(
+                MemoryRefusal.NOT_MADE_YET,
+                f"the value is made by eqn {made}, not before eqn {index}",
+            )
         last = self.last_read.get(value, made)
         if last > index:
-            return f"eqn {last} reads the value after eqn {index} writes"
+            return Refused(
+                MemoryRefusal.READ_LATER, f"eqn {last} reads the value after eqn {index} writes"
+            )
         if last == index:
             # A kernel's operand may be a view of another array (a reshape, a branch
             # that returns its operand): only its own values are proven pointwise.
-            return f"eqn {index} reads the value as an operand, which may be a view"
+            return Refused(
+                MemoryRefusal.READ_ELSEWHERE,
+                f"eqn {index} reads the value as an operand, which may be a view",
+            )
         return None
 
 
@@ -343,21 +385,29 @@ def _kernel_output_storage(eqn: Eqn, of) -> list[frozenset[Var]]:
     return memories
 
 
-def _body_overwrite_refusal(eqn: Eqn, output: Var, value: Var) -> str | None:
+def _body_overwrite_refusal(eqn: Eqn, output: Var, value: Var) -> Refused | None:
     """Why ``eqn``'s kernel may not write ``output`` over ``value``, a value its body makes:
     it may when the body reads ``value`` only pointwise on the way to that one output
     (``pointwise.pointwise_refusal``)."""
+    elsewhere = Refused(
+        MemoryRefusal.NOT_MADE_BY_THE_KERNEL,
+        "the value is not made by the kernel that writes the output",
+    )
     body = eqn.params.get("jaxpr") if eqn.prim.name == "kernel" else None
     if body is None or output not in eqn.outputs:
-        return "the value is not made by the kernel that writes the output"
+        return elsewhere
     made = {var for inner in body.eqns for var in inner.outputs}
     if value not in made:
-        return "the value is not made by the kernel that writes the output"
+        return elsewhere
     result = body.outvars[eqn.outputs.index(output)]
     if value in body.outvars:
-        return "the value is itself a result of the kernel"
+        return Refused(
+            MemoryRefusal.NOT_MADE_BY_THE_KERNEL, "the value is itself a result of the kernel"
+        )
     if (value.aval.shape, value.aval.dtype) != (result.aval.shape, result.aval.dtype):
-        return "the value and the output differ in shape or dtype"
+        return Refused(
+            MemoryRefusal.SHAPE_OR_DTYPE, "the value and the output differ in shape or dtype"
+        )
     return pointwise_refusal(body, [value], result, "the value")
 
 
@@ -374,7 +424,7 @@ def plan_memory(program: Jaxpr | ClosedJaxpr, liveness: Liveness | None = None) 
     (3, 2, 256)
     """
     liveness = liveness or Liveness(program)
-    plan = MemoryPlan(in_place=dict(liveness.in_place))
+    plan = MemoryPlan(in_place=dict(liveness.in_place), refusals=liveness.refusals())
     for var, index in liveness.window_stores.items():
         plan.window_stores[var] = liveness.eqns[index].outputs[0]
     held: list[Var] = []  # buffer -> the value it holds last
@@ -389,10 +439,15 @@ def plan_memory(program: Jaxpr | ClosedJaxpr, liveness: Liveness | None = None) 
             if var in liveness.callers:
                 continue
             candidates = spare[(var.aval.dtype, var.aval.size)]
-            if candidates and liveness.overwrite_refusal(index, var, held[candidates[-1]]) is None:
+            refusal = None
+            if candidates:
+                refusal = liveness.overwrite_refusal(index, var, held[candidates[-1]])
+            if candidates and refusal is None:
                 buffer = candidates.pop()
                 held[buffer] = var
             else:
+                if refusal is not None:
+                    plan.refusals[refusal.reason] += 1
                 buffer = len(plan.buffers)
                 plan.buffers.append(ShapedArray((var.aval.size,), var.aval.dtype))
                 held.append(var)
@@ -451,6 +506,7 @@ class LoopOwnership:
     reaching: frozenset[int]  # carry positions whose initial memory the loop may write
     copied: frozenset[int]  # those whose initial value is copied before the loop
     body: Liveness
+    why_copied: tuple[Refused, ...] = ()  # why each copied one is
 
 
 def loop_ownership(liveness: Liveness, index: int) -> LoopOwnership:
@@ -486,15 +542,18 @@ def loop_ownership(liveness: Liveness, index: int) -> LoopOwnership:
         if more <= reaching:
             break
         reaching |= more
-    copied = {k for k in reaching if _initial_refusal(liveness, index, layout.first_carry + k)}
-    return LoopOwnership(frozenset(owned), frozenset(reaching), frozenset(copied), body)
+    why = {k: _initial_refusal(liveness, index, layout.first_carry + k) for k in reaching}
+    copied = {k: refusal for k, refusal in why.items() if refusal is not None}
+    return LoopOwnership(
+        frozenset(owned), frozenset(reaching), frozenset(copied), body, tuple(copied.values())
+    )
 
 
 def _memory_of(liveness: Liveness, atom) -> frozenset[Var]:
     return liveness.storage[atom] if isinstance(atom, Var) else frozenset()
 
 
-def _initial_refusal(liveness: Liveness, index: int, position: int) -> str | None:
+def _initial_refusal(liveness: Liveness, index: int, position: int) -> Refused | None:
     """Why loop eqn ``index`` may not hand operand ``position``'s memory to its body to
     write; None when nothing else reads it after the loop starts."""
     eqn = liveness.eqns[index]
@@ -504,9 +563,16 @@ def _initial_refusal(liveness: Liveness, index: int, position: int) -> str | Non
     others = {a for k, a in enumerate(eqn.inputs) if k != position and isinstance(a, Var)}
     for value in liveness.sharing(operand):  # the values made before the loop
         if value in liveness.callers:
-            return "the initial value's memory is the caller's"
+            return Refused(
+                MemoryRefusal.CALLERS_MEMORY, "the initial value's memory is the caller's"
+            )
         if liveness.last_read.get(value, liveness.made_at.get(value, -1)) > index:
-            return "the initial value's memory is read after the loop"
+            return Refused(
+                MemoryRefusal.READ_LATER, "the initial value's memory is read after the loop"
+            )
         if value in others:
-            return "the initial value's memory is another operand of the loop"
+            return Refused(
+                MemoryRefusal.READ_ELSEWHERE,
+                "the initial value's memory is another operand of the loop",
+            )
     return None

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from ..ir.core import Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern
+from .refusals import MemoryRefusal, Refused
 
 # Ops that move no element when their result has the same dims but for 1s: they keep
 # the iteration point (broadcast_dimensions are increasing).
@@ -24,7 +25,7 @@ UNIT_MOVES = ("reshape", "squeeze", "expand_dims", "broadcast_in_dim")
 
 def pointwise_refusal(
     body: Jaxpr, read: Iterable[Var], result: Var, what: str, *, unit_moves: bool = False
-) -> str | None:
+) -> Refused | None:
     """Why ``body`` may read the values ``read`` (``what`` they are, for the reason) at
     other points than the ones it writes its output ``result`` at; None when it reads
     them only through elementwise ops of ``result``'s shape, and only on the way to it.
@@ -38,10 +39,13 @@ def pointwise_refusal(
         if not any(isinstance(a, Var) and a in reached for a in eqn.inputs):
             continue
         if not _keeps_points(eqn, result.aval.shape, unit_moves):
-            return f"{eqn.prim.name} reads {what} at other points than the one written"
+            return Refused(
+                MemoryRefusal.NOT_POINTWISE,
+                f"{eqn.prim.name} reads {what} at other points than the one written",
+            )
         reached.update(eqn.outputs)
     if any(v in reached and v is not result for v in body.outvars):
-        return f"another output of the kernel reads {what}"
+        return Refused(MemoryRefusal.NOT_POINTWISE, f"another output of the kernel reads {what}")
     return None
 
 

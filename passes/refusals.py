@@ -1,4 +1,4 @@
-"""Why fusion says no: the named reason behind every refusal to make one kernel.
+"""Why a stage says no: the named reason behind every refusal, counted on the pass log.
 
 XLA's fusion answers ``FusionDecision::Forbid("...")``; numbax's answers a ``Refusal``.
 ``kernels.decide`` returns one where equations form no kernel, and fusion
@@ -9,6 +9,13 @@ reads: a pair of kernels counted once), and the pass log shows the counts after
 kernels has its reason in the log::
 
     12 fusion   eqns 6 -> 2   0.7 ms  ...; refused: contraction_and_reduction=1
+
+The memory plan's proofs answer a ``Refused`` (their words, with a ``MemoryRefusal``),
+and the plan counts the reasons of each value it gives memory of its own
+(``MemoryPlan.refusals``, on the log's ``memory_plan`` line). A backend names its own
+reasons the same way (the cpu writer's ``WriterRefusal``, backends/cpu/unfusable.py) and
+records them on the log as a pass of its own (``PassLog.add``). ``PassLog.refusals(name)``
+counts any of them by reason.
 """
 
 from __future__ import annotations
@@ -16,60 +23,144 @@ from __future__ import annotations
 import enum
 
 
-class Refusal(enum.Enum):
-    """A reason two sets of equations are not one kernel; ``why`` says it in words."""
+class Reason(enum.Enum):
+    """A named reason for a refusal, of one stage (fusion's ``Refusal``, the memory plan's
+    ``MemoryRefusal``, a backend's): a member is written ``NAME = "name", "why, in words"``,
+    and a pass's counts keyed by any ``Reason`` are its refusals on the pass log."""
 
-    CONTROL_FLOW = "control_flow"
-    OPAQUE = "opaque"
-    VIEW_COPY = "view_copy"
-    VIEW_OF_COMPUTED = "view_of_computed"
-    VIEW_SHAPE = "view_shape"
-    SHAPE = "shape"
-    BROADCAST_OF_COMPUTED = "broadcast_of_computed"
-    CONTRACTION_PROLOGUE = "contraction_prologue"
-    TWO_CONTRACTIONS = "two_contractions"
-    CONTRACTION_AND_REDUCTION = "contraction_and_reduction"
-    REDUCTION_SPACES = "reduction_spaces"
-    CYCLE = "cycle"
-    NO_SAVING = "no_saving"
-    MISSED = "missed"
-    EMPTY = "empty"
-
-    @property
-    def why(self) -> str:
-        return _WHY[self]
+    def __new__(cls, value: str, why: str):
+        member = object.__new__(cls)
+        member._value_ = value
+        member.why = why
+        return member
 
     def __str__(self) -> str:
         return self.value
 
 
-_WHY = {
-    Refusal.CONTROL_FLOW: "a cond, while or scan is an equation of its own (its bodies are "
-    "fused apart)",
-    Refusal.OPAQUE: "an op that fuses with nothing (several results, a gather, a sort, a "
-    "reduction to a scalar, ...) is a kernel of its own",
-    Refusal.VIEW_COPY: "a window that no kernel reads in place is copied out, one kernel per op",
-    Refusal.VIEW_OF_COMPUTED: "a window, pad or concatenate reads memory in place, never a "
-    "value computed in the same loop",
-    Refusal.VIEW_SHAPE: "a view with none of the kernel's shapes may be read there by "
-    "broadcasts and other views only",
-    Refusal.SHAPE: "the values have two iteration spaces (different shapes)",
-    Refusal.BROADCAST_OF_COMPUTED: "a broadcast would read a value computed in the same "
-    "loop at other indices",
-    Refusal.CONTRACTION_PROLOGUE: "a dot_general reads its operands from memory (no prologue)",
-    Refusal.TWO_CONTRACTIONS: "one dot_general per kernel",
-    Refusal.CONTRACTION_AND_REDUCTION: "a reduction needs a loop nest besides the product's",
-    Refusal.REDUCTION_SPACES: "two reductions over different shapes or axes need two loop nests",
-    Refusal.CYCLE: "a path joins the two through a third kernel, which would have to run "
-    "both before and after the merged one",
-    Refusal.NO_SAVING: "the kernels allow the merge, which saves no bytes (empty arrays)",
-    Refusal.MISSED: "the kernels allow the merge, which saves bytes, but fusion never "
-    "weighed it once it became legal (a pad or concatenate gathering its pieces after the "
-    "greedy merging): a fusion to make",
-    Refusal.EMPTY: "no equations make no kernel",
-}
+class Refusal(Reason):
+    """A reason two sets of equations are not one kernel."""
+
+    CONTROL_FLOW = (
+        "control_flow",
+        "a cond, while or scan is an equation of its own (its bodies are fused apart)",
+    )
+    OPAQUE = (
+        "opaque",
+        "an op that fuses with nothing (several results, a gather, a sort, a reduction to "
+        "a scalar, ...) is a kernel of its own",
+    )
+    VIEW_COPY = (
+        "view_copy",
+        "a window that no kernel reads in place is copied out, one kernel per op",
+    )
+    VIEW_OF_COMPUTED = (
+        "view_of_computed",
+        "a window, pad or concatenate reads memory in place, never a value computed in the "
+        "same loop",
+    )
+    VIEW_SHAPE = (
+        "view_shape",
+        "a view with none of the kernel's shapes may be read there by broadcasts and other "
+        "views only",
+    )
+    SHAPE = "shape", "the values have two iteration spaces (different shapes)"
+    BROADCAST_OF_COMPUTED = (
+        "broadcast_of_computed",
+        "a broadcast would read a value computed in the same loop at other indices",
+    )
+    CONTRACTION_PROLOGUE = (
+        "contraction_prologue",
+        "a dot_general reads its operands from memory (no prologue)",
+    )
+    TWO_CONTRACTIONS = "two_contractions", "one dot_general per kernel"
+    CONTRACTION_AND_REDUCTION = (
+        "contraction_and_reduction",
+        "a reduction needs a loop nest besides the product's",
+    )
+    REDUCTION_SPACES = (
+        "reduction_spaces",
+        "two reductions over different shapes or axes need two loop nests",
+    )
+    CYCLE = (
+        "cycle",
+        "a path joins the two through a third kernel, which would have to run both before "
+        "and after the merged one",
+    )
+    NO_SAVING = "no_saving", "the kernels allow the merge, which saves no bytes (empty arrays)"
+    MISSED = (
+        "missed",
+        "the kernels allow the merge, which saves bytes, but fusion never weighed it once it "
+        "became legal (a pad or concatenate gathering its pieces after the greedy merging): "
+        "a fusion to make",
+    )
+    EMPTY = "empty", "no equations make no kernel"
 
 
-def counted(counts) -> dict[Refusal, int]:
+class MemoryRefusal(Reason):
+    """A reason the memory plan gives a value memory of its own: a buffer not reused, an
+    update not written in place, a loop kernel's result not stored into the window of the
+    update that takes it, a loop's carry copied before the loop."""
+
+    CALLERS_MEMORY = (
+        "callers_memory",
+        "the memory is the caller's: an argument, a constant or a result of the program",
+    )
+    CONSTANT = "constant", "the operand is a literal, which has no memory to write"
+    READ_LATER = "read_later", "an eqn reads the old value after the write would begin"
+    READ_ELSEWHERE = (
+        "read_elsewhere",
+        "the memory is read through another operand (which may be a view of it), or by an "
+        "eqn between the write and the eqn it stands for, as well",
+    )
+    NOT_MADE_YET = (
+        "not_made_yet",
+        "the value (or the window's operand or start) is made at or after the eqn that "
+        "would write over it",
+    )
+    NOT_POINTWISE = (
+        "not_pointwise",
+        "the kernel reads the value at other points than it writes, or through another "
+        "output, so an element could be read after it is overwritten",
+    )
+    SHAPE_OR_DTYPE = "shape_or_dtype", "the value and the output differ in shape or dtype"
+    NOT_MADE_BY_THE_KERNEL = (
+        "not_made_by_the_kernel",
+        "the value is not an intermediate of the kernel that writes the output (a "
+        "result, or made elsewhere), or the update is not made by an elementwise loop kernel",
+    )
+    RESHAPED = (
+        "reshaped",
+        "the update reads its operand or its value through a reshape of another shape",
+    )
+    NO_WINDOW = (
+        "no_window",
+        "the update writes no window a kernel could store into: a scatter, or a rank-0 "
+        "update of the whole value",
+    )
+    NOT_IN_PLACE = (
+        "not_in_place",
+        "the update does not write in place, so its kernel has no window to store into",
+    )
+
+
+class Refused(str):
+    """A refusal in words (what the memory plan's proofs answer: tests and messages read
+    the text) carrying its named ``reason``; ``None`` is the answer where nothing refuses.
+
+    >>> refused = Refused(MemoryRefusal.READ_LATER, "eqn 4 reads the operand after the update")
+    >>> refused.reason, "eqn 4" in refused
+    (<MemoryRefusal.READ_LATER: 'read_later'>, True)
+    """
+
+    reason: Reason
+
+    def __new__(cls, reason: Reason, text: str):
+        refused = super().__new__(cls, text)
+        refused.reason = reason
+        return refused
+
+
+def counted(counts) -> dict[Reason, int]:
     """The refusals among a pass's counts (``PassRecord.changes`` keys may be either)."""
-    return {key: value for key, value in counts.items() if isinstance(key, Refusal)}
+    return {key: value for key, value in counts.items() if isinstance(key, Reason)}

@@ -32,6 +32,7 @@ from typing import Protocol
 
 from ..ir.core import Atom, Eqn, Jaxpr, Literal, Var
 from .pointwise import pointwise_refusal
+from .refusals import MemoryRefusal, Refused
 
 WINDOWS = ("slice", "dynamic_slice")
 
@@ -94,44 +95,63 @@ def update_window(eqn: Eqn) -> UpdateWindow | None:
     return UpdateWindow(atoms[0], atoms[1], tuple(atoms[2:]), shapes)
 
 
-def store_refusal(liveness: ProgramFacts, index: int) -> str | None:
+def store_refusal(liveness: ProgramFacts, index: int) -> Refused | None:
     """Why the loop kernel that makes update eqn ``index``'s update may not store it
     straight into the operand's window; None when it may. Asked once the update is
     proven in place, while ``liveness`` knows the values made before it."""
     window = update_window(liveness.eqns[index])
     if window is None:
-        return "the update is not a dynamic_update_slice"
+        return Refused(MemoryRefusal.NO_WINDOW, "the update is not a dynamic_update_slice")
     update = window.update
     if not window.starts:
-        return "a rank-0 update replaces the whole value"
+        return Refused(MemoryRefusal.NO_WINDOW, "a rank-0 update replaces the whole value")
     if window.reshaped:
-        return "the update reads its operand or its value through a reshape"
+        return Refused(
+            MemoryRefusal.RESHAPED, "the update reads its operand or its value through a reshape"
+        )
     if not isinstance(update, Var) or update not in liveness.made_at:
-        return "the update is not computed by the program"
+        return Refused(
+            MemoryRefusal.NOT_MADE_BY_THE_KERNEL, "the update is not computed by the program"
+        )
     made = liveness.made_at[update]
     kernel = liveness.eqns[made]
     if kernel.prim.name != "kernel" or kernel.params["kind"] != "elementwise":
-        return "the update is not made by an elementwise loop kernel"
+        return Refused(
+            MemoryRefusal.NOT_MADE_BY_THE_KERNEL,
+            "the update is not made by an elementwise loop kernel",
+        )
     if update in liveness.callers or liveness.last_read.get(update) != index:
-        return "the update is read after the update eqn, or is a result of the program"
+        return Refused(
+            MemoryRefusal.READ_LATER,
+            "the update is read after the update eqn, or is a result of the program",
+        )
     if any(a is update for a in window.starts):
-        return "the update is also a start of the window"
+        return Refused(MemoryRefusal.READ_ELSEWHERE, "the update is also a start of the window")
     if liveness.made_at.get(window.operand, -1) >= made:
-        return "the operand is made after the kernel begins"
+        return Refused(MemoryRefusal.NOT_MADE_YET, "the operand is made after the kernel begins")
     for start in window.starts:
         if isinstance(start, Var) and liveness.made_at.get(start, -1) >= made:
-            return "a start of the window is computed after the kernel begins"
+            return Refused(
+                MemoryRefusal.NOT_MADE_YET,
+                "a start of the window is computed after the kernel begins",
+            )
     memory = set(liveness.sharing(window.operand))
     for between in range(made + 1, index):
         for atom in liveness.eqns[between].inputs:
             if atom is update:
-                return f"eqn {between} reads the update besides the update eqn"
+                return Refused(
+                    MemoryRefusal.READ_ELSEWHERE,
+                    f"eqn {between} reads the update besides the update eqn",
+                )
             if isinstance(atom, Var) and atom in memory:
-                return f"eqn {between} reads the operand's memory before the update"
+                return Refused(
+                    MemoryRefusal.READ_ELSEWHERE,
+                    f"eqn {between} reads the operand's memory before the update",
+                )
     return _kernel_refusal(kernel, update, window, memory)
 
 
-def _kernel_refusal(kernel: Eqn, update: Var, window: UpdateWindow, memory: set) -> str | None:
+def _kernel_refusal(kernel: Eqn, update: Var, window: UpdateWindow, memory: set) -> Refused | None:
     """Why ``kernel`` may not store ``update`` into ``window`` given what it reads of
     ``memory``, the memory the window is in."""
     body: Jaxpr = kernel.params["jaxpr"]
@@ -141,14 +161,17 @@ def _kernel_refusal(kernel: Eqn, update: Var, window: UpdateWindow, memory: set)
         if atom not in memory:
             continue
         if atom is not window.operand:
-            return "the kernel reads a value sharing the operand's memory"
+            return Refused(
+                MemoryRefusal.READ_ELSEWHERE,
+                "the kernel reads a value sharing the operand's memory",
+            )
         refusal = _pointwise_refusal(body, invar, result, window, top)
         if refusal is not None:
             return refusal
     return None
 
 
-def _pointwise_refusal(body: Jaxpr, operand: Var, result: Var, window, top) -> str | None:
+def _pointwise_refusal(body: Jaxpr, operand: Var, result: Var, window, top) -> Refused | None:
     """Why ``body`` may read its input ``operand`` (the destination) at other points than
     the ones it stores ``result`` at: through anything but the window it writes, or from
     that window into anything but a pointwise walk to ``result`` (unit moves included:
@@ -158,9 +181,15 @@ def _pointwise_refusal(body: Jaxpr, operand: Var, result: Var, window, top) -> s
         if not any(a is operand for a in eqn.inputs):
             continue
         if eqn.prim.name not in WINDOWS or eqn.inputs[0] is not operand:
-            return f"the kernel reads the operand through {eqn.prim.name}, not a window"
+            return Refused(
+                MemoryRefusal.NOT_POINTWISE,
+                f"the kernel reads the operand through {eqn.prim.name}, not a window",
+            )
         if not _same_window(eqn, window, top):
-            return "the kernel reads the operand through another window than it writes"
+            return Refused(
+                MemoryRefusal.NOT_POINTWISE,
+                "the kernel reads the operand through another window than it writes",
+            )
         windows.append(eqn.outputs[0])
     return pointwise_refusal(body, windows, result, "the operand", unit_moves=True)
 
