@@ -49,8 +49,10 @@ class CpuBackend:
         """The generated program of ``closed`` (its ``source`` is the module), not compiled."""
         from .program import write_program
 
-        fused, _, plan = _optimize(closed, name) if optimize else (closed, None, None)
-        return write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
+        fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
+        generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
+        generated.pass_log = _record_refusals(log, fused, generated)
+        return generated
 
     def initialise(self) -> None:
         """Start what every compile needs once per process, as a compile does: Numba's
@@ -94,6 +96,7 @@ class CpuBackend:
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()
         generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
+        log = _record_refusals(log, fused, generated)
         codegen_s = clock.lap()
         # New kernels compile in worker processes while the launcher compiles here.
         started = units.start(generated.units, config.cache_dir)
@@ -130,6 +133,20 @@ def _optimize(closed: ClosedJaxpr, name: str):
     fused, log = passes.optimize(closed, name=name)
     fused = bounded_kernels(fused)
     return fused, log, passes.plan_memory(fused)
+
+
+def _record_refusals(log, fused: ClosedJaxpr, generated):
+    """``log`` (a new one where no pass ran, ``optimize=False``) with the kernels the
+    writer split, by reason, recorded as the pass ``cpu_write`` where it split any
+    (``unfusable.WriterRefusal``)."""
+    from ...passes import PassLog
+
+    log = PassLog() if log is None else log
+    if generated.refusals:
+        eqns = len(fused.jaxpr.eqns)
+        changes = {"kernels_split": sum(generated.refusals.values()), **generated.refusals}
+        log.add("cpu_write", changes, eqns, eqns)
+    return log
 
 
 backend = CpuBackend()

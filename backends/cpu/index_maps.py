@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...ir.core import Eqn
 from ...passes.kernels import INDEXED, WINDOWS
 from .loopnest import Use
-from .unfusable import Unfusable
+from .unfusable import Unfusable, WriterRefusal
 
 
 def _plus(a, b):
@@ -61,7 +61,10 @@ class IndexMap:
             return writer.builder.element(use)
         producer = writer.producer.get(x)
         if producer is None or producer.prim.name not in INDEXED:
-            raise Unfusable("a window, pad or concatenate of a value the kernel computes")
+            raise Unfusable(
+                WriterRefusal.VIEW_OF_COMPUTED,
+                "a window, pad or concatenate of a value the kernel computes",
+            )
         return IndexMap(writer, dims).read(producer)
 
     def _window(self, eqn: Eqn) -> tuple[str, frozenset]:

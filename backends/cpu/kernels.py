@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.primitive import Pattern
 from ...ir.rules import RuleTable
-from ...passes.kernels import INDEXED, WINDOWS, indexed_arrays
+from ...passes.kernels import INDEXED, WINDOWS, classify, indexed_arrays
 from ...passes.window_stores import update_window
 from . import scalar
 from .index_maps import IndexMap
 from .loopnest import Group, LoopBuilder, Scalar, Use, group_dimensions
-from .unfusable import Unfusable
+from .unfusable import Unfusable, WriterRefusal
 
 # A loop nest's body is written at most this many times, once per piece of its loops
 # split where their index tests change (``KernelWriter._write_loops``).
@@ -79,14 +79,17 @@ def operand_mappings(eqn: Eqn, mapping: tuple, shape: tuple) -> list[tuple | Non
         out_live = [k for k, n in enumerate(out.shape) if n != 1]
         in_live = [k for k, n in enumerate(x.shape) if n != 1]
         if [out.shape[k] for k in out_live] != [x.shape[k] for k in in_live]:
-            raise Unfusable(f"{prim} that moves data: {x.str_short()} -> {out.str_short()}")
+            raise Unfusable(
+                WriterRefusal.RESHAPE_MOVES_DATA,
+                f"{prim} that moves data: {x.str_short()} -> {out.str_short()}",
+            )
         result: list = [None] * len(x.shape)
         for k_in, k_out in zip(in_live, out_live, strict=True):
             result[k_in] = mapping[k_out]
         return [tuple(result)]
     if prim in REDUCTIONS:
         return REDUCTIONS[prim](eqn, mapping, shape)
-    raise Unfusable(f"{prim} inside a loop kernel")
+    raise Unfusable(WriterRefusal.NOT_A_LOOP_OP, f"{prim} inside a loop kernel")
 
 
 @REDUCTIONS.rule("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
@@ -96,7 +99,9 @@ def _reduction_operand(eqn: Eqn, mapping: tuple, shape: tuple) -> list[tuple]:
     x = eqn.inputs[0].aval
     axes = reduced_axes(eqn)
     if x.shape != shape:
-        raise Unfusable("reductions of different shapes in one kernel")
+        raise Unfusable(
+            WriterRefusal.REDUCTION_SPACES, "reductions of different shapes in one kernel"
+        )
     kept = iter(mapping)
     return [
         tuple(
@@ -183,7 +188,10 @@ class _Analysis:
                 elif x in writer.producer and writer.producer[x].prim.name in INDEXED:
                     work.append(writer.producer[x])
                 else:
-                    raise Unfusable(f"{eqn.prim.name} of a value computed in the kernel")
+                    raise Unfusable(
+                        WriterRefusal.VIEW_OF_COMPUTED,
+                        f"{eqn.prim.name} of a value computed in the kernel",
+                    )
         return scalars
 
 
@@ -228,7 +236,9 @@ class KernelWriter:
         for eqn in self.reductions:
             x = eqn.inputs[0].aval
             if x.shape != shape or set(reduced_axes(eqn)) != set(reduced):
-                raise Unfusable("reductions over different axes in one kernel")
+                raise Unfusable(
+                    WriterRefusal.REDUCTION_SPACES, "reductions over different axes in one kernel"
+                )
         for eqn in self.reductions:  # a reduction runs even if only a later pass reads it
             analysis.visit(eqn.inputs[0], identity_mapping(shape))
         uses += analysis.uses
@@ -245,7 +255,10 @@ class KernelWriter:
 
     def check_reduction(self, eqn: Eqn, mapping: tuple) -> None:
         if tuple(m for m in mapping if m is not None) != self.kept_dims():
-            raise Unfusable("a reduction result read at other dims than it was reduced to")
+            raise Unfusable(
+                WriterRefusal.REDUCTION_READ_BACK,
+                "a reduction result read at other dims than it was reduced to",
+            )
 
     def window_use(self, eqn: Eqn, mapping: tuple) -> Use:
         """The kernel input a window eqn reads, at ``mapping``, through its index map."""
@@ -361,7 +374,7 @@ class KernelWriter:
         if eqn.prim.name == "iota":
             return self._iota(eqn, mapping, key, self._prefix(var))
         if eqn.prim.name not in _PASS_THROUGH and eqn.prim.pattern is not Pattern.ELEMENTWISE:
-            raise Unfusable(f"{eqn.prim.name} inside a loop kernel")
+            raise Unfusable(WriterRefusal.NOT_A_LOOP_OP, f"{eqn.prim.name} inside a loop kernel")
         return None
 
     def _prefix(self, var) -> str:
@@ -451,23 +464,18 @@ class KernelWriter:
 
 
 def as_kernel(eqn: Eqn) -> Kernel:
-    """A fused ``kernel`` eqn as is; any other eqn as a one-eqn kernel of its natural kind."""
+    """A fused ``kernel`` eqn as is; any other eqn as a one-eqn kernel of the kind fusion
+    gives it (``passes.kernels.decide``: fusion alone decides a kernel's kind)."""
     if eqn.prim.name == "kernel":
         p = eqn.params
         return Kernel(p["kind"], p["jaxpr"], list(eqn.inputs), list(eqn.outputs), p["name"])
     invars = [Var(a.aval) for a in eqn.inputs]
     outvars = [Var(v.aval) for v in eqn.outputs]
-    body = Jaxpr([], invars, [eqn.replace(inputs=invars, outputs=outvars)], outvars)
-    kind = _NATURAL_KINDS.get(eqn.prim.pattern, "opaque")
+    inner = eqn.replace(inputs=invars, outputs=outvars)
+    body = Jaxpr([], invars, [inner], outvars)
+    spec = classify([inner])
+    kind = "opaque" if spec is None else spec.kind
     return Kernel(kind, body, list(eqn.inputs), list(eqn.outputs), eqn.prim.name)
-
-
-_NATURAL_KINDS = {
-    Pattern.ELEMENTWISE: "elementwise",
-    Pattern.BROADCAST: "elementwise",
-    Pattern.REDUCTION: "reduction",
-    Pattern.CONTRACTION: "contraction",
-}
 
 
 def split_kernel(kernel: Kernel) -> list[Kernel]:

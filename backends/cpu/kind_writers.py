@@ -1,7 +1,8 @@
-"""How each kind of kernel is written into the program: the writer of each kind that
-``program._ProgramWriter._kernel`` dispatches to (``_opaque``, ``_elementwise``,
-``_reduction``, ``_contraction``), a mixin of the program writer, whose context (names,
-arrays, allocation, the memory plan's place) the writers use.
+"""How each kind of kernel is written into the program: the writer of each kind
+(``_opaque``, ``_elementwise``, ``_reduction``, ``_contraction``), a mixin of the program
+writer, whose context (names, arrays, allocation, the memory plan's place) the writers
+use. ``program._ProgramWriter._kernel`` dispatches on the kind fusion gave the kernel
+through ``KIND_WRITERS`` (``write_kind``).
 
 An opaque kernel is one op written by its emitter (``opaque_emitters.EMITTERS``) over
 arrays, or as a scalar (``scalar_values.FORMS``); elementwise and reduction kernels are
@@ -20,10 +21,17 @@ from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...passes.memory import makes_view
 from . import contraction, opaque, scalar, scalar_values
 from .contraction import write_dot
-from .kernels import Kernel, KernelWriter, identity_mapping, kept_mapping, reduced_axes
+from .kernels import (
+    REDUCTIONS,
+    Kernel,
+    KernelWriter,
+    identity_mapping,
+    kept_mapping,
+    reduced_axes,
+)
 from .loopnest import Scalar, Use
 from .reductions import ReductionWriter
-from .unfusable import Unfusable
+from .unfusable import Unfusable, WriterRefusal
 
 # Ops whose result is a view of their operand: the operand must not share a buffer.
 _VIEWS = ("reshape", "squeeze", "expand_dims")
@@ -32,8 +40,20 @@ _VIEWS = ("reshape", "squeeze", "expand_dims")
 class KindWriters:
     """The writers of each kind of kernel, mixed into ``program._ProgramWriter``."""
 
+    def write_kind(self, kernel: Kernel) -> None:
+        """Write ``kernel`` with the writer of its kind (``KIND_WRITERS``)."""
+        writer = KIND_WRITERS.get(kernel.kind)
+        if writer is None:
+            raise NotImplementedError(
+                f"the cpu backend has no writer for {kernel.name}, a kernel of kind "
+                f"{kernel.kind!r} (it writes {', '.join(KIND_WRITERS)})"
+            )
+        writer(self, kernel)
+
     def _opaque(self, kernel: Kernel) -> None:
         (eqn,) = kernel.jaxpr.eqns
+        if eqn.prim in REDUCTIONS:  # over no axes: a kernel of its own, written as a loop
+            return self._reduction(kernel)
         env = dict(zip(kernel.jaxpr.invars, kernel.inputs, strict=True))
         # An output that nothing reads is not the kernel's: it keeps its (named) inner var,
         # so a many-output op (sort, pure_callback) still binds each result in order.
@@ -96,7 +116,9 @@ class KindWriters:
     def _elementwise(self, kernel: Kernel, writer: KernelWriter | None = None):
         shapes = {v.aval.shape for v in kernel.outputs}
         if len(shapes) != 1:
-            raise Unfusable("outputs of different shapes in an elementwise kernel")
+            raise Unfusable(
+                WriterRefusal.OUTPUT_SHAPES, "outputs of different shapes in an elementwise kernel"
+            )
         writer = writer or KernelWriter(self, kernel)
         shape = kernel.outputs[0].aval.shape
         if all(self._scalar_output(top) for top in kernel.outputs):  # one element each
@@ -140,7 +162,10 @@ class KindWriters:
             else:
                 dims, outputs = kept_mapping(top.aval.shape, shape, reduced), r_outputs
             if dims is None:
-                raise Unfusable(f"output {top.aval.str_short()} of a reduction over {shape}")
+                raise Unfusable(
+                    WriterRefusal.REDUCTION_OUTPUT,
+                    f"output {top.aval.str_short()} of a reduction over {shape}",
+                )
             name = self.name(top) if scalar_output else self.allocate(top)
             (scalars if scalar_output else outputs).append((var, Use(name, top.aval.shape, dims)))
         writer.plan(shape, reduced, outputs=r_outputs + s_outputs + scalars)
@@ -155,7 +180,10 @@ class KindWriters:
         dots = [eqn for eqn in body.eqns if eqn.prim.name == "dot_general"]
         leaves = dict(zip(body.invars, kernel.inputs, strict=True))
         if len(dots) != 1 or not all(x in leaves or isinstance(x, Literal) for x in dots[0].inputs):
-            raise Unfusable("a contraction kernel holds one dot_general of kernel inputs")
+            raise Unfusable(
+                WriterRefusal.CONTRACTION_BODY,
+                "a contraction kernel holds one dot_general of kernel inputs",
+            )
         (dot,) = dots
         product = dot.outputs[0]
         lhs, rhs = (leaves.get(x, x) for x in dot.inputs)  # a literal: a scalar factor
@@ -309,6 +337,16 @@ class KindWriters:
     def _dot_operand(self, atom) -> str:
         """An operand of ``dot_general`` as an array (BLAS reads arrays)."""
         return self.array_of(atom) if isinstance(atom, Var) else self.constant_array(atom)
+
+
+# The writer of each kind of kernel, the kind fusion gave it (``passes.kernels.decide``,
+# also for a plain eqn: ``kernels.as_kernel``); the writer never re-derives it.
+KIND_WRITERS = {
+    "elementwise": KindWriters._elementwise,
+    "reduction": KindWriters._reduction,
+    "contraction": KindWriters._contraction,
+    "opaque": KindWriters._opaque,
+}
 
 
 def work(kernel: Kernel, shape) -> int:

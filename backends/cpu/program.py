@@ -1,7 +1,7 @@
 """The program as a launcher module (a ``numba.njit`` function) and its kernels as units.
 
 ``write_program`` takes a jaxpr whose eqns are ``kernel`` eqns (from fusion), plain
-primitives (each then a kernel of its natural kind), calls or control flow with such
+primitives (each then a kernel of the kind fusion gives it), calls or control flow with such
 bodies, and returns the launcher module's source: imports, typed constants, the Numba
 signature, and the function, named after the user's function, whose arguments are the
 addresses of the kernels it calls (when it calls any), the program's constants and inputs
@@ -38,8 +38,8 @@ from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
 from ...passes.memory import Liveness, makes_view
 from .. import source as escape
-from . import control, heap, intrinsics, opaque, parts, scalar, scalar_values, steps
-from .kernels import REDUCTIONS, Kernel, as_kernel, split_kernel
+from . import control, heap, intrinsics, parts, scalar, scalar_values, steps
+from .kernels import Kernel, as_kernel, split_kernel
 from .kind_writers import _VIEWS, KindWriters
 from .launcher_module import _RESERVED, IMPORTS, ModuleWriter, _param, _shown, function_name
 from .loopnest import tuple_source
@@ -74,6 +74,10 @@ class GeneratedProgram:
     steps: bool = False  # the launcher runs steps (``steps.py``): the machine's address last
     # The program function's code: the launcher's, or the launcher the steps stand for.
     code: str = ""
+    # Kernels the writer split into their eqns, by reason (``unfusable.WriterRefusal``).
+    refusals: Counter = field(default_factory=Counter)
+    # The pass log of the program, the writer's refusals on it (the backend's ``lower``).
+    pass_log: object = None
 
 
 def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
@@ -128,6 +132,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         self.units: list = []
         self.unit_index: dict[str, int] = {}
         self.steps = steps.Recorder()  # what each top-level line does, for ``steps``
+        self.refusals: Counter = Counter()  # kernels split, by ``WriterRefusal``
 
     # --- the context kernels write with ------------------------------------------------------
 
@@ -353,6 +358,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             calls_blas=self.calls_blas,
             steps=stepped is not None,
             code=code,
+            refusals=self.refusals,
         )
 
     def write_results(self) -> None:
@@ -388,7 +394,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         arrays, pooled = set(self.arrays), list(self.pooled)
         unit_count = len(self.units)
         self._name_body(kernel)
-        kind = _kind(kernel)
+        kind = kernel.kind
         outputs = ", ".join(f"{self.name(v)}:{v.aval.str_short()}" for v in kernel.outputs)
         heading = f"kernel {len(self.kernels)}: {kind} {kernel.name} -> {outputs}"
         lines = dict.fromkeys(str(e.source_info) for e in kernel.jaxpr.eqns if e.source_info)
@@ -400,12 +406,13 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             from .units import write_unit
 
             if not write_unit(self, kernel, kind):
-                getattr(self, f"_{kind}")(kernel)
+                self.write_kind(kernel)
         except Unfusable as reason:
             if len(kernel.jaxpr.eqns) <= 1:
                 raise NotImplementedError(
                     f"the cpu backend cannot compile {kernel.name}: {reason}"
                 ) from reason
+            self.refusals[reason.reason] += 1
             del self.lines[start:]
             self.parallel, self.buffers, self.windows_written = was_parallel, buffers, stored
             self.arrays, self.pooled = arrays, pooled
@@ -429,18 +436,6 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         for eqn in body.eqns:
             for var in eqn.outputs:
                 self.name(var)
-
-
-def _kind(kernel: Kernel) -> str:
-    """What the body holds decides how it is written; the kernel's kind is only a hint."""
-    prims = {eqn.prim.name for eqn in kernel.jaxpr.eqns}
-    if prims & REDUCTIONS.names():
-        return "reduction"
-    if "dot_general" in prims:
-        return "contraction"
-    if len(kernel.jaxpr.eqns) == 1 and kernel.jaxpr.eqns[0].prim.name in opaque.EMITTERS:
-        return "opaque"
-    return "elementwise"
 
 
 def pooled_outputs(jaxpr: Jaxpr, buffer_of: dict[Var, int]) -> list[Var]:
