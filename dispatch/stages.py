@@ -19,8 +19,10 @@ class Lowered:
     """A traced program before compilation.
 
     ``jaxpr`` is the program as traced; ``as_text()`` prints it optimised and fused into
-    kernels (``fused``), ``pass_log`` says what each pass changed, ``memory_plan`` how
-    intermediates share buffers, ``dump_passes(dir)`` writes the IR after every pass.
+    kernels (``fused``), ``pass_log`` says what each pass changed and refused (the
+    backend's own rewrites and refusals included: ``cuda_launch``, ``cpu_write``),
+    ``memory_plan`` how intermediates share buffers, ``dump_passes(dir)`` writes the IR
+    after every pass.
     ``compile()`` gives a ``Compiled``, called as the function is (static arguments left
     out) and returning the function's output structure.
     """
@@ -41,6 +43,7 @@ class Lowered:
         # the function writes into (their final values are outputs after out_tree's).
         self.in_tree, self.out_tree, self.writes = in_tree, out_tree, writes
         self._optimized = None
+        self._lowered = None  # (the backend's program, not compiled, or None,)
 
     def _optimize(self):
         if self._optimized is None:
@@ -51,9 +54,21 @@ class Lowered:
     def fused(self) -> ClosedJaxpr:
         return self._optimize()[0]
 
+    def _backend_program(self):
+        """What the backend generates for this, not compiled (its ``source``, its pass
+        log), or None for a backend that generates nothing (``interpret``)."""
+        if self._lowered is None:
+            backend = backends.get_backend(self.backend_name)
+            lower = getattr(backend, "lower", None)
+            self._lowered = (None if lower is None else lower(self.jaxpr, self.name),)
+        return self._lowered[0]
+
     @property
     def pass_log(self) -> passes.PassLog:
-        return self._optimize()[1]
+        """The passes' log, and what the backend did to the fused program and refused,
+        from the run that generated its program (``source()``), where it generates one."""
+        log = getattr(self._backend_program(), "pass_log", None)
+        return self._optimize()[1] if log is None else log
 
     @property
     def memory_plan(self) -> passes.MemoryPlan:
@@ -78,13 +93,13 @@ class Lowered:
     def source(self) -> str:
         """The program the backend generates for this, not compiled: the Python module
         that Numba would compile (``cpu``), or the kernels' module (``cuda``)."""
-        backend = backends.get_backend(self.backend_name)
-        if not hasattr(backend, "lower"):
+        program = self._backend_program()
+        if program is None:
             raise UnsupportedOnBackendError(
                 f"the {self.backend_name} backend runs the jaxpr as traced and generates no "
                 "source; lower with backend='cpu' or 'cuda' to see generated code."
             )
-        return backend.lower(self.jaxpr, self.name).source
+        return program.source
 
     def compile(self) -> Compiled:
         executable = compiling.compile_closed(

@@ -117,8 +117,9 @@ def build_program(
     start = time.perf_counter()
     block = build_block(closed.jaxpr, name, options, kernels, [], rewrites=rewrites)
     if log is not None:
-        record = log.add("cuda_launch", rewrites, len(closed.jaxpr.eqns), len(block.jaxpr.eqns))
-        record.seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        eqns = (len(closed.jaxpr.eqns), len(block.jaxpr.eqns))
+        record = log.add("cuda_launch", rewrites, *eqns, seconds=seconds, program=block.jaxpr)
         logging.getLogger("numbax.passes").debug("numbax: cuda rewrites of %s\n%s", name, record)
     sources = [MODULE_HEADER.format(name=escape.docstring(name)) + "\n" + KERNEL_IMPORTS]
     for step in kernels:
@@ -126,7 +127,7 @@ def build_program(
         if step.kernel.cublas is not None and step.kernel.cublas.epilogue is not None:
             sources.append(step.kernel.cublas.epilogue.source)
     source = "\n\n".join(sources)
-    return CudaProgram(name, block, list(closed.consts), kernels, source)
+    return CudaProgram(name, block, list(closed.consts), kernels, source, log)
 
 
 def build_block(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.core import Eqn, Jaxpr
+from ...passes.manager import PassLog
 from ...passes.memory import Liveness, LoopOwnership
 from .. import source as escape
 from . import loader
@@ -90,6 +91,8 @@ class CudaProgram:
     consts: list
     kernels: list[Step]  # every block's kernels, by number
     source: str  # the whole module
+    # The pass log of the fused program, with the backend's rewrites (``cuda_launch``).
+    pass_log: PassLog | None = None
 
     @property
     def jaxpr(self) -> Jaxpr:
