@@ -31,6 +31,7 @@ their dtype: a wider product would not overflow or underflow where NumPy's does
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,6 +53,15 @@ SUM_BLOCK = 512
 # L1 cache, and a short row's passes are over before the memory system idles.
 PREFETCH_ROWS_AHEAD = 2
 PREFETCH_ROW_BYTES = range(1024, 16 * 1024 + 1)
+# A column reduction (reduced dims first) splits its reduced loop into chunks when its
+# kept dims hold at most this many elements: each chunk's accumulators are that large.
+CHUNKED_COLUMNS_MAX = 1 << 14
+
+
+@dataclass(frozen=True)
+class _ChunkViews:
+    lines: list[str]  # the statements that name one chunk's accumulator arrays
+    uses: dict  # per reduction, its accumulators in the chunk
 
 
 class ReductionWriter(KernelWriter):
@@ -80,6 +90,9 @@ class ReductionWriter(KernelWriter):
         inner_kept = [k for k in inner if not groups[k].reduced]
         parallel_outer = outer > 0 and large and groups[0].extent >= 2
         chunked = outer == 0 and not inner_kept and large and bool(inner)
+        kept_size = math.prod(groups[k].extent for k in inner_kept)
+        chunked_columns = outer == 0 and bool(inner_kept) and large and groups[0].extent >= 2
+        chunked_columns = chunked_columns and kept_size <= CHUNKED_COLUMNS_MAX
         self._plan_spills(s_outputs)
         for k in range(outer):
             builder.open_loop(k, parallel=parallel_outer and k == 0)
@@ -88,7 +101,9 @@ class ReductionWriter(KernelWriter):
         prefetch = parallel_outer and outer == 1 and not inner_kept
         prefetch = prefetch and len(passes) + bool(s_outputs) > 1
         for n, stage in enumerate(passes):
-            if inner_kept:
+            if chunked_columns:
+                self._chunked_array_pass(stage, inner, inner_kept)
+            elif inner_kept:
                 self._array_pass(stage, inner, inner_kept)
             elif chunked:
                 self._chunked_pass(stage, inner)
@@ -103,6 +118,8 @@ class ReductionWriter(KernelWriter):
                 self.store(use, var)
 
         self._loops(inner_kept, reduced_outputs, skip=not r_outputs and not self.pending)
+        # An output that is a reduction's operand was stored by the pass that computed it.
+        s_outputs = [(var, use) for var, use in s_outputs if self.spills.get(var) != use]
         parallel_epilogue = outer == 0 and large and bool(inner) and bool(s_outputs)
         self.stored.update(self.spills)
         self._loops(
@@ -113,7 +130,7 @@ class ReductionWriter(KernelWriter):
         )
         for _ in range(outer):
             builder.close()
-        return parallel_outer or chunked or parallel_epilogue
+        return parallel_outer or chunked or chunked_columns or parallel_epilogue
 
     def _prefetch_rows_ahead(self) -> None:
         """Prefetch each input's row ``PREFETCH_ROWS_AHEAD`` rows on, once the first pass has
@@ -188,7 +205,10 @@ class ReductionWriter(KernelWriter):
     def _plan_spills(self, s_outputs) -> None:
         """Keep an expensive reduction operand in an output that the epilogue computes from
         it: softmax's ``exp(x - max)`` is stored while it is summed, then divided in place,
-        not computed a second time. (The epilogue reads it before overwriting it.)"""
+        not computed a second time. (The epilogue reads it before overwriting it.) An
+        operand that is itself an output is stored by the pass however cheap it is: a
+        bias gradient's ``sum(g, axis=0)`` beside ``g`` (a col2im's nine padded reads and
+        a relu mask, 2 ms of a CNN step) computed it twice."""
         operands = [e.inputs[0] for e in self.reductions if isinstance(e.inputs[0], Var)]
         for var, use in s_outputs:
             for operand in operands:
@@ -196,7 +216,7 @@ class ReductionWriter(KernelWriter):
                     operand not in self.spills
                     and operand.aval == var.aval
                     and operand not in self.leaves
-                    and self._costly(operand)
+                    and (operand is var or self._costly(operand))
                     and self._reads(var, operand)
                 ):
                     self.spills[operand] = use
@@ -293,6 +313,86 @@ class ReductionWriter(KernelWriter):
         self._loops(inner, accumulate)
         for eqn, uses in arrays.items():
             self.results[eqn.outputs[0]] = self._narrowed(eqn, uses[-1])
+
+    def _chunked_array_pass(self, stage: list[Eqn], inner: list[int], inner_kept) -> None:
+        """``_array_pass`` with the first (reduced) loop split into ``REDUCTION_CHUNKS``
+        pieces run in parallel, each folding into an accumulator array of its own, which
+        are then combined in order: column sums (a bias gradient over a batch of images)
+        on every core, with the same result whatever the thread count."""
+        builder = self.builder
+        shape = tuple(builder.groups[k].extent for k in inner_kept)
+        dims = tuple(builder.groups[k].dims[0] for k in inner_kept)
+        totals, partials = {}, {}
+        for eqn in stage:
+            out = eqn.outputs[0].aval
+            kept = kept_mapping(out.shape, self.shape, self.reduced)
+            totals[eqn] = [
+                Use(self.program.scratch(out.shape, dtype), out.shape, kept)
+                for dtype in accumulator_dtypes(eqn)
+            ]
+            partials[eqn] = [
+                self.program.scratch((REDUCTION_CHUNKS, *shape), dtype)
+                for dtype in accumulator_dtypes(eqn)
+            ]
+
+        def init():  # the earlier passes' results, converted, before this pass reads them
+            self._flush()
+            for eqn, uses in totals.items():
+                for use, value in zip(uses, _identities(eqn, self.program), strict=True):
+                    builder.write(f"{builder.element(use)[0]} = {value}")
+
+        self._loops(inner_kept, init)
+        chunk = self.program.fresh("chunk")
+        pieces = self._chunk_views(chunk, partials, shape, dims)
+        first = builder.groups[inner[0]]
+        step = -(-first.extent // REDUCTION_CHUNKS)
+        builder.open(f"for {chunk} in prange({REDUCTION_CHUNKS}):")
+        for line in pieces.lines:
+            builder.write(line)
+
+        def start():
+            for eqn, uses in pieces.uses.items():
+                for use, value in zip(uses, _identities(eqn, self.program), strict=True):
+                    builder.write(f"{builder.element(use)[0]} = {value}")
+
+        def accumulate():
+            for eqn, uses in pieces.uses.items():
+                accs = [builder.element(use)[0] for use in uses]
+                builder.write(self._combine(eqn, accs, self._operand(eqn).name))
+
+        self._loops(inner_kept, start)
+        bounds = (f"{chunk} * {step}", f"min(({chunk} + 1) * {step}, {first.extent})")
+        self._loops(inner, accumulate, bounds=bounds)
+        builder.close()
+        builder.open(f"for {chunk} in range({REDUCTION_CHUNKS}):")
+        for line in pieces.lines:
+            builder.write(line)
+
+        def combine():
+            for eqn, uses in pieces.uses.items():
+                values = [builder.element(use)[0] for use in uses]
+                accs = [builder.element(use)[0] for use in totals[eqn]]
+                builder.write(self._combine(eqn, accs, values[0], values[-1]))
+
+        self._loops(inner_kept, combine)
+        builder.close()
+        for eqn, uses in totals.items():
+            self.results[eqn.outputs[0]] = self._narrowed(eqn, uses[-1])
+
+    def _chunk_views(self, chunk: str, partials: dict, shape: tuple, dims: tuple):
+        """Each chunk's accumulator arrays (``partials[eqn][k][chunk]``) as the lines that
+        name them and their ``Use``s: one array dimension per kept loop, so the builder
+        indexes them as they are (a reshaped view would be made before the loops, where
+        ``chunk`` is not yet bound)."""
+        lines, uses = [], {}
+        for eqn, names in partials.items():
+            uses[eqn] = []
+            for name in names:
+                piece = self.program.fresh(f"{name}_piece")
+                lines.append(f"{piece} = {name}[{chunk}]")
+                self.builder.views[(piece, shape)] = piece
+                uses[eqn].append(Use(piece, shape, dims))
+        return _ChunkViews(lines, uses)
 
     def _narrowed(self, eqn: Eqn, accumulator: Use) -> Use:
         """The accumulator array, or a copy in the output's dtype when it is wider: what
