@@ -47,8 +47,14 @@ class Lowered:
 
     def _optimize(self):
         if self._optimized is None:
-            self._optimized = passes.optimize(self.jaxpr, name=self.name)
+            self._optimized = passes.optimize(
+                self.jaxpr, name=self.name, backend_passes=self._backend_passes()
+            )
         return self._optimized
+
+    def _backend_passes(self) -> tuple:
+        """The backend's own rewrites of the fused program, run in the pipeline."""
+        return getattr(backends.get_backend(self.backend_name), "passes", ())
 
     @property
     def fused(self) -> ClosedJaxpr:
@@ -75,7 +81,9 @@ class Lowered:
         return self.pass_log.memory_plan
 
     def dump_passes(self, directory: str) -> None:
-        passes.optimize(self.jaxpr, dump_dir=directory, name=self.name)
+        passes.optimize(
+            self.jaxpr, dump_dir=directory, name=self.name, backend_passes=self._backend_passes()
+        )
 
     def as_text(self) -> str:
         return str(self.fused)

@@ -19,6 +19,8 @@
     fusion          the program partitioned into kernels (elementwise, reduction,
                     contraction, opaque)
     fused_cleanup   CSE and DCE over the kernels
+    (the backend's) its own rewrites of the fused program (``backend_passes``: the cpu
+                    backend's bounded_kernels), so that the plan is of what it runs
     memory_plan     buffers assigned by liveness (an analysis: the program is unchanged)
 
 Every pass keeps the program's meaning: the fused program evaluates (``eval_jaxpr``)
@@ -82,6 +84,8 @@ _programs = itertools.count()
 
 # The stages before fusion: the program made smaller and simpler, still one eqn per op.
 _CLEANUP_END = next(i for i, stage in enumerate(PIPELINE) if stage.name == "cleanup") + 1
+# Where a backend's own passes run: after the fused cleanup, before the memory plan.
+_PLAN = next(i for i, stage in enumerate(PIPELINE) if stage.name == "memory_plan")
 
 
 def clean(closed: ClosedJaxpr, *, debug_checks: bool | None = None) -> ClosedJaxpr:
@@ -103,13 +107,16 @@ def optimize(
     dump_dir: str | None = None,
     debug_checks: bool | None = None,
     name: str = "fn",
+    backend_passes: tuple[Pass, ...] = (),
 ) -> tuple[ClosedJaxpr, PassLog]:
     """Run the pipeline: the fused program (its equations are kernels, and control flow
     with fused bodies) and the log of what each pass changed.
 
     ``dump_dir`` (or ``NUMBAX_DUMP``, into a sub-folder per program) receives the IR
     after every pass, one file per pass in order (``03_simplify.txt``). ``debug_checks``
-    (default ``NUMBAX_DEBUG_CHECKS``) typechecks after every pass.
+    (default ``NUMBAX_DEBUG_CHECKS``) typechecks after every pass. ``backend_passes``
+    are a backend's rewrites of the fused program (its ``passes``), run before the
+    memory plan: logged and dumped like the others, and planned once, as run.
 
     >>> import numpy as np, numbax
     >>> traced = numbax.make_jaxpr(lambda x: np.tanh(x * 2.0) + 1.0)(np.ones(3))
@@ -121,6 +128,7 @@ def optimize(
         dump_dir = os.path.join(config.dump_dir, f"{next(_programs):03d}_{name}")
     if debug_checks is None:
         debug_checks = config.debug_checks
-    fused, log = run_pipeline(PIPELINE, closed, dump_dir=dump_dir, debug_checks=debug_checks)
+    pipeline = PIPELINE[:_PLAN] + tuple(backend_passes) + PIPELINE[_PLAN:]
+    fused, log = run_pipeline(pipeline, closed, dump_dir=dump_dir, debug_checks=debug_checks)
     logger.debug("numbax: passes over %s\n%s", name, log)
     return fused, log

@@ -287,3 +287,39 @@ def test_the_cuda_launch_record_is_dumped_with_the_passes(cuda_simulator_on, tmp
     assert text.startswith("# ") and "cuda_launch" in text.splitlines()[0]
     assert "views_dropped=" in text.splitlines()[0]
     assert "kernel[" in text  # the program the device runs
+
+
+def long_chain(x, b):
+    y = x
+    for _ in range(12):
+        y = np.sin(y) * b + b * 0.5
+    return y, x * 2.0
+
+
+def test_the_cpu_backends_kernel_split_runs_in_the_pipeline_before_the_one_memory_plan(
+    monkeypatch,
+):
+    from numbax.backends.cpu import parts
+
+    monkeypatch.setattr(parts, "KERNEL_WEIGHT", 24)  # the chain's kernel weighs 12 * 11
+    x, b = np.linspace(-1.0, 1.0, 12).reshape(3, 4), np.linspace(0.5, 1.5, 4)
+    lowered = numbax.jit(long_chain).lower(x, b)
+    log = lowered.pass_log
+    names = [record.name for record in log.records]
+    assert names[-1] == "bounded_kernels" and names[-2] == "dce"  # then the plan
+    (record,) = [r for r in log.records if r.name == "bounded_kernels"]
+    kernels = [e for e in lowered.fused.jaxpr.eqns if e.prim.name == "kernel"]
+    assert record.changes["kernels_added"] == record.eqns_after - record.eqns_before > 0
+    assert record.eqns_after == len(kernels)
+    # The plan is of the program the backend runs: every planned value is made by one
+    # of the kernels it writes, and the pieces hand each other values through planned
+    # buffers.
+    generated = get_backend("cpu").lower(numbax.make_jaxpr(long_chain)(x, b), "long_chain")
+    plan = generated.pass_log.memory_plan
+    made = {v for kernel in generated.kernels for v in kernel.outputs}
+    assert len(generated.kernels) == record.eqns_after
+    assert plan.buffer_of and set(plan.buffer_of) <= made
+    assert lowered.memory_plan is log.memory_plan
+    got = lowered.compile()(x, b)
+    for g, want in zip(got, long_chain(x, b), strict=True):
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)

@@ -31,7 +31,10 @@ glibc to keep the memory programs free for their next call (``heap.py``;
 from __future__ import annotations
 
 from ...config import config
-from ...ir.core import ClosedJaxpr
+from ...ir.core import ClosedJaxpr, Jaxpr
+from ...passes.manager import Pass
+from ...passes.rewrite import subjaxprs
+from ...passes.verify import check_fused
 from .. import compile_progress
 from ..compile_stats import CompileStats, Stopwatch
 
@@ -42,8 +45,25 @@ from ..compile_stats import CompileStats, Stopwatch
 PARALLEL_MIN_WORK = 1 << 20
 
 
+def _bounded_kernels(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, dict[str, int]]:
+    """Kernels too large for LLVM split into consecutive kernels (``parts.py``)."""
+    from .parts import bounded_kernels
+
+    bounded = bounded_kernels(closed)
+    return bounded, {"kernels_added": _kernels(bounded.jaxpr) - _kernels(closed.jaxpr)}
+
+
+def _kernels(jaxpr: Jaxpr) -> int:
+    """The kernel eqns of ``jaxpr`` and of its control flow's bodies."""
+    return sum(
+        1 if eqn.prim.name == "kernel" else sum(map(_kernels, subjaxprs(eqn))) for eqn in jaxpr.eqns
+    )
+
+
 class CpuBackend:
     name = "cpu"
+    # Its rewrite of the fused program, run in the pipeline before the memory plan.
+    passes = (Pass("bounded_kernels", _bounded_kernels, verify=check_fused),)
 
     def lower(self, closed: ClosedJaxpr, name: str = "fn", optimize: bool = True):
         """The generated program of ``closed`` (its ``source`` is the module), not compiled."""
@@ -126,13 +146,11 @@ class CpuBackend:
 
 def _optimize(closed: ClosedJaxpr, name: str):
     """The fused program, its kernels bounded in size for LLVM (``parts.py``), the pass
-    log and the memory plan."""
+    log and the memory plan, made once, of that program, in the pipeline."""
     from ... import passes
-    from .parts import bounded_kernels
 
-    fused, log = passes.optimize(closed, name=name)
-    fused = bounded_kernels(fused)
-    return fused, log, passes.plan_memory(fused)
+    fused, log = passes.optimize(closed, name=name, backend_passes=CpuBackend.passes)
+    return fused, log, log.memory_plan
 
 
 def _record_refusals(log, fused: ClosedJaxpr, generated):
