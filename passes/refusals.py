@@ -160,6 +160,9 @@ class Refused(str):
         refused.reason = reason
         return refused
 
+    def __reduce__(self):  # a copy or a pickle keeps the reason
+        return Refused, (self.reason, str(self))
+
 
 def counted(counts) -> dict[Reason, int]:
     """The refusals among a pass's counts (``PassRecord.changes`` keys may be either)."""

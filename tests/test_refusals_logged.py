@@ -11,7 +11,9 @@ were.
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -26,7 +28,7 @@ from numbax.ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from numbax.ir.higher_order import kernel_p
 from numbax.passes import optimize, plan_memory
 from numbax.passes.memory import Liveness
-from numbax.passes.refusals import MemoryRefusal, Reason, Refusal
+from numbax.passes.refusals import MemoryRefusal, Reason, Refusal, Refused
 
 rng = np.random.default_rng(35)
 
@@ -245,6 +247,9 @@ def test_every_reason_is_named_and_says_why():
         assert issubclass(reasons, Reason)
         assert len({r.value for r in reasons}) == len(reasons)
         assert all(r.why and str(r) == r.value for r in reasons)
+    refused = Refused(MemoryRefusal.READ_LATER, "eqn 4 reads the operand after the update")
+    for copied in (pickle.loads(pickle.dumps(refused)), copy.deepcopy(refused)):
+        assert copied == refused and copied.reason is MemoryRefusal.READ_LATER
 
 
 @pytest.fixture
