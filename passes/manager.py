@@ -3,9 +3,11 @@ and records what each one changed.
 
 A pass is a pure function ``ClosedJaxpr -> (ClosedJaxpr, changes)``, where ``changes``
 maps what it did to how often (``{"folded": 3}``), and what it refused to do, keyed by
-``Refusal`` (passes/refusals.py), to how often; it keeps the program's meaning. A
+a named ``Reason`` (passes/refusals.py), to how often; it keeps the program's meaning. A
 ``FixedPoint`` group reruns its passes until none of them changes anything. An
-``Analysis`` reads the final program and leaves a result on the log (the memory plan).
+``Analysis`` reads the final program and leaves a result on the log (the memory plan,
+whose refusals ``PassLog.refusals("memory_plan")`` reads). A backend records its own
+rewrites of the fused program as passes of the log (``PassLog.add``).
 With debug checks on, the program is typechecked after every pass (and a pass's own
 ``verify`` runs), so a broken rewrite is caught at the pass that broke it.
 """
