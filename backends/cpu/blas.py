@@ -1,24 +1,19 @@
-"""OpenBLAS's thread count inside a call: one, and a large matrix product as one BLAS
-call on OpenBLAS's own threads.
+"""OpenBLAS's thread count inside a call: one.
 
 The BLAS Numba calls (SciPy's) runs single-threaded in compiled code: the executable sets
 its thread count to one as the call starts and back to the user's when it returns
 (``enter_single_threaded``, ``leave_single_threaded``, called by ``threads.py``), without
-touching ``OPENBLAS_NUM_THREADS``, which OpenBLAS reads only when it loads.
+touching ``OPENBLAS_NUM_THREADS``, which OpenBLAS reads only when it loads. A large
+product runs in blocks on Numba's threads, one single-threaded call each
+(``contraction.py``), not on OpenBLAS's threads: those spin after a call, waiting for the
+next, and where the cores are busy with other work a two-thread OpenBLAS product waited
+for the scheduler's next time slice (a 0.24 ms product took 8 or 16 ms).
 
-A large product split into one block of rows per thread made each thread pack the whole
-right operand for itself; OpenBLAS's threads, in one call, share the packed panels.
-Float32 products, Haswell kernels, two cores: 64x784 @ 784x512 took 0.43 ms as two row
-blocks and 0.29 ms on OpenBLAS's two threads, 256x784 @ 784x512 1.19 ms and 0.95 ms, and
-``x.T @ n`` (784x256 @ 256x512) needs no transposed copy.
-
-``threaded_dot`` raises OpenBLAS's thread count for the product and sets it back after.
 The thread controls are looked up in the library that exports the BLAS Numba calls
 (found from ``dgemm``'s address), under the names SciPy's and OpenBLAS's builds give them,
 and linked under symbols of their own, as ``lapack.py`` does. ``AVAILABLE`` is False
 when that BLAS is not an OpenBLAS with them: numbax then leaves that BLAS's threads as
-the user set them, and splits large products into blocks of rows, one call per thread of
-the call's parallel loops (a BLAS that threads by itself may oversubscribe the cores).
+the user set them (a BLAS that threads by itself may then oversubscribe the cores).
 """
 
 from __future__ import annotations
@@ -93,24 +88,6 @@ for _verb, _address in _CONTROLS.items():
     llvm.add_symbol(f"numbax_blas_{_verb}_num_threads", _address)
 _get_threads = types.ExternalFunction("numbax_blas_get_num_threads", types.intc())
 _set_threads = types.ExternalFunction("numbax_blas_set_num_threads", types.void(types.intc))
-
-
-@njit(**_JIT)
-def threaded_dot(a, b, out, threads):
-    """``np.dot(a, b, out)`` on ``threads`` of OpenBLAS's threads."""
-    previous = _get_threads()
-    _set_threads(np.intc(threads))
-    np.dot(a, b, out)
-    _set_threads(previous)
-
-
-@njit(**_JIT)
-def swap_threads(threads):
-    """Run OpenBLAS on ``threads`` threads; the count it had (a large product unit's
-    call, ``contraction.write_gemm``, sets it back after its products)."""
-    previous = _get_threads()
-    _set_threads(np.intc(threads))
-    return previous
 
 
 @njit(**_JIT)

@@ -10,12 +10,16 @@ which is exactly ``dot_general``'s output layout, so it is only reshaped.
 BLAS runs single-threaded inside compiled code (the executable sets OpenBLAS's thread
 count to one for the call and back after it, ``threads.py``): BLAS's own thread pool
 would oversubscribe the cores next to ours in parallel kernels, and waking it for a small
-product costs more than the product. A large product (``PARALLEL_FLOPS``) is one call on
-as many of OpenBLAS's threads as the call's parallel loops have (``blas.threaded_dot``),
-which share the packed operands; where the BLAS is not an OpenBLAS whose threads can be
-set, it is split into blocks of rows, one call per thread. Either way a fused epilogue
-runs in the blocks of rows of one ``prange``. The thread count is read when the program
-runs (``numba.get_num_threads()``, capped for the call), not written into the source.
+product costs more than the product. A large product (``PARALLEL_FLOPS``) is split into
+blocks, one single-threaded BLAS call per thread of the call's parallel loops, in one
+``prange``: of rows, or of the depth where the blocks then read less
+(``split_by_depth``: a weight gradient's long contraction, each block's sum in an array
+of its own, added up in block order). OpenBLAS's own threads are not used: after a call
+they spin for their next one, and on a machine whose cores are busy with other work a
+two-thread OpenBLAS product waited for one of the scheduler's time slices (0.24 ms
+became 8 or 16 ms), where Numba's threads sleep until woken. A fused epilogue runs in the
+blocks of rows of one ``prange``. The thread count is read when the program runs
+(``numba.get_num_threads()``, capped for the call), not written into the source.
 
 A product on one thread is a unit of compilation of its own (``units.write_product``):
 ``write_dot`` then writes ``into`` the output array the launcher allocated, one ``gemm``
@@ -36,12 +40,13 @@ from .scalar import dtype_source
 # Products of at least this many flops run on all threads.
 PARALLEL_FLOPS = 1 << 23
 MIN_ROWS = 32
-BLAS_MODULE = "numbax.backends.cpu.blas"
+# The thread count a product unit's split is chosen for (``split_by_depth``): the source
+# is the same whatever the machine; two threads is the least that splits at all.
+SPLIT_THREADS = 2
 THREADS_MODULE = "numbax.backends.cpu.threads"
 GEMM_MODULE = "numbax.backends.cpu.gemm"
 IMPORTS = {
     GEMM_MODULE: ("nbx_gemm", "from numbax.backends.cpu import gemm as nbx_gemm"),
-    BLAS_MODULE: ("nbx_blas", "from numbax.backends.cpu import blas as nbx_blas"),
     THREADS_MODULE: ("nbx_threads", "from numbax.backends.cpu import threads as nbx_threads"),
 }
 
@@ -115,9 +120,8 @@ def write_dot(
     lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
     program.calls_blas = True
     large = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS
-    threaded = large and _threaded_blas()  # BLAS splits the product as it sees fit
-    parallel = threaded or (large and rows >= 2 * MIN_ROWS)
-    if parallel and left_t and not threaded:  # a transposed operand's rows are not contiguous
+    parallel = large and rows >= 2 * MIN_ROWS
+    if parallel and left_t:  # a transposed operand's rows are not contiguous
         rows_first = fresh(f"{lhs}_rows")
         lines.append(f"{rows_first} = np.ascontiguousarray({left}.transpose((0, 2, 1)))")
         left, left_t = rows_first, False
@@ -127,14 +131,11 @@ def write_dot(
         lines.append(f"{indent}np.dot({_matrix(left, left_t, b)}, {right_b}, {product}[{b}])")
         return lines + reshape, False
     blocks, step, block, low = fresh("blocks"), fresh("step"), fresh("block"), fresh("low")
-    body = [f"{low} = {block} * {step}"]
-    if threaded:
-        dot = program.function(BLAS_MODULE, "threaded_dot")
-        operands = f"{_matrix(left, left_t, b)}, {right_b}, {product}[{b}]"
-        lines.append(f"{indent}{dot}({operands}, {_threads(program)})")
-    else:
-        rows_block = f"{low}:{low} + {step}"
-        body.append(f"np.dot({left}[{b}, {rows_block}], {right_b}, {product}[{b}, {rows_block}])")
+    rows_block = f"{low}:{low} + {step}"
+    body = [
+        f"{low} = {block} * {step}",
+        f"np.dot({left}[{b}, {rows_block}], {right_b}, {product}[{b}, {rows_block}])",
+    ]
     finish = None
     if batch == 1 and in_block is not None and out_aval.shape:
         finish = in_block(low, f"min({low} + {step}, {rows})")
@@ -142,11 +143,10 @@ def write_dot(
         invariant, finish = finish
         lines += reshape + [f"{indent}{line}" for line in invariant]
         reshape = []
-    if finish is not None or not threaded:
-        program.parallel = True
-        lines += [f"{indent}{line}" for line in _row_blocks(program, rows, blocks, step)]
-        lines.append(f"{indent}for {block} in prange({blocks}):")
-        lines += [f"{indent}    {line}" for line in body + (finish or [])]
+    program.parallel = True
+    lines += [f"{indent}{line}" for line in _row_blocks(program, rows, blocks, step)]
+    lines.append(f"{indent}for {block} in prange({blocks}):")
+    lines += [f"{indent}    {line}" for line in body + (finish or [])]
     return lines + reshape, finish is not None
 
 
@@ -206,8 +206,8 @@ def _groups(lhs_aval, rhs_aval, params):
 def into_array(lhs_aval, rhs_aval, out_aval, params) -> bool:
     """Whether ``write_gemm`` can write this product into an array, as a product unit:
     floats BLAS multiplies, into an array of more than one element, from operands BLAS
-    reads where they lie (``matrices``: a kernel allocates nothing), on one thread or, a
-    large product (``PARALLEL_FLOPS``), on OpenBLAS's threads (``blas.AVAILABLE``)."""
+    reads where they lie (``matrices``: a kernel allocates nothing but a depth split's
+    sums)."""
     if not out_aval.shape or out_aval.size < 2:
         return False
     kinds = {aval.dtype for aval in (lhs_aval, rhs_aval, out_aval)}
@@ -215,7 +215,7 @@ def into_array(lhs_aval, rhs_aval, out_aval, params) -> bool:
         return False
     (lhs_contract, _), _ = params["dimension_numbers"]
     depth = math.prod(lhs_aval.shape[d] for d in lhs_contract)
-    if depth < 1 or (_large(out_aval, depth) and not _threaded_blas()):
+    if depth < 1:
         return False
     (lhs, rhs) = _groups(lhs_aval, rhs_aval, params)
     return matrices(lhs_aval, *lhs) is not None and matrices(rhs_aval, *rhs) is not None
@@ -224,8 +224,8 @@ def into_array(lhs_aval, rhs_aval, out_aval, params) -> bool:
 def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_aval, params):
     """A product unit's lines (``into_array``): one ``gemm`` call per batch into ``out``,
     the C-contiguous array the launcher allocated, each operand read where it lies
-    (``matrices``), every size, stride and transpose in the text; a large product on as
-    many of OpenBLAS's threads as the call's parallel loops have."""
+    (``matrices``), every size, stride and transpose in the text; a large product in
+    blocks on the call's threads (module doc)."""
     (lhs_groups, rhs_groups) = _groups(lhs_aval, rhs_aval, params)
     left = matrices(lhs_aval, *lhs_groups)
     right = matrices(rhs_aval, *rhs_groups)
@@ -249,26 +249,78 @@ def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_av
     starts = [" + ".join(terms) or "0" for terms in (*offsets[:2], product_terms)]
     gemm = program.function(GEMM_MODULE, "gemm")
     flags = f"({int(left.transposed)}, {int(right.transposed)})"
-    call = (
-        f"{gemm}({lhs}, {rhs}, {out}, ({', '.join(starts)}), {flags}, "
-        f"({rows}, {columns}, {depth}), ({left.leading}, {right.leading}))"
-    )
-    lines.append(indent + call)
-    if _large(out_aval, depth):
-        swap = program.function(BLAS_MODULE, "swap_threads")
-        previous = fresh("blas_threads")
-        lines = [f"{previous} = {swap}({_threads(program)})", *lines, f"{swap}({previous})"]
-    return lines
+    leading = f"({left.leading}, {right.leading})"
+    if not _large(out_aval, depth):
+        sizes = f"({rows}, {columns}, {depth})"
+        call = f"{gemm}({lhs}, {rhs}, {out}, ({', '.join(starts)}), {flags}, {sizes}, {leading})"
+        return [*lines, indent + call]
+    # A large product: blocks on the call's threads, one single-threaded call each.
+    program.parallel = True
+    by_depth = split_by_depth(rows, columns, depth, SPLIT_THREADS)
+    extent = depth if by_depth else rows
+    blocks, step = fresh("blocks"), fresh("step")
+    block, low, high = fresh("block"), fresh("low"), fresh("high")
+    head = [
+        f"{blocks} = max(1, min({_threads(program)}, {max(1, extent // MIN_ROWS)}))",
+        f"{step} = ({extent} + {blocks} - 1) // {blocks}",
+    ]
+    if by_depth:
+        partial = fresh(f"{out}_partial")
+        dtype = dtype_source(out_aval.dtype)
+        head.append(f"{partial} = np.empty(({blocks}, {rows * columns}), {dtype})")
+    body = [
+        f"for {block} in prange({blocks}):",
+        f"    {low} = min({block} * {step}, {extent})",
+        f"    {high} = min({low} + {step}, {extent})",
+    ]
+    if by_depth:  # each block's sum over its depth, added up in block order after
+        a_start = f"{low} * {left.leading}" if left.transposed else low
+        b_start = low if right.transposed else f"{low} * {right.leading}"
+        a_start, b_start = _sum(starts[0], a_start), _sum(starts[1], b_start)
+        call = (
+            f"{gemm}({lhs}, {rhs}, {partial}, ({a_start}, {b_start}, {block} * {rows * columns}), "
+            f"{flags}, ({rows}, {columns}, {high} - {low}), {leading})"
+        )
+        index, other, flat = fresh("i"), fresh("other"), fresh(f"{out}_flat")
+        at = _sum(starts[2], index)
+        body += [
+            f"    {call}",
+            f"{flat} = {out}.reshape({out_aval.size})",
+            f"for {index} in range({rows * columns}):",
+            f"    {flat}[{at}] = {partial}[0, {index}]",
+            f"for {other} in range(1, {blocks}):",
+            f"    for {index} in range({rows * columns}):",
+            f"        {flat}[{at}] += {partial}[{other}, {index}]",
+        ]
+    else:
+        a_start = low if left.transposed else f"{low} * {left.leading}"
+        a_start = _sum(starts[0], a_start)
+        c_start = _sum(starts[2], f"{low} * {columns}")
+        call = (
+            f"{gemm}({lhs}, {rhs}, {out}, ({a_start}, {starts[1]}, {c_start}), {flags}, "
+            f"({high} - {low}, {columns}, {depth}), {leading})"
+        )
+        body.append(f"    {call}")
+    return head + lines + [indent + line for line in body]
+
+
+def _sum(start: str, term: str) -> str:
+    return term if start == "0" else f"{start} + {term}"
+
+
+def split_by_depth(rows: int, columns: int, depth: int, threads: int) -> bool:
+    """Whether a large product's blocks split its depth (each block a product over its
+    share of the depth into an array of its own, the blocks' arrays then added) rather
+    than its rows, by the elements each block reads and writes: a weight gradient
+    (72 x 18432 @ 18432 x 16) reads its share of both operands split by depth, but the
+    whole right operand and the left one's columns strided split by rows."""
+    by_rows = rows * depth / threads + depth * columns
+    by_depth = (rows * depth + depth * columns) / threads + rows * columns * (threads + 1)
+    return by_depth < by_rows and depth >= threads * MIN_ROWS
 
 
 def _large(out_aval, depth: int) -> bool:
     return 2 * out_aval.size * depth >= PARALLEL_FLOPS
-
-
-def _threaded_blas() -> bool:
-    from . import blas  # loads SciPy's BLAS: only once a program has a large product
-
-    return blas.AVAILABLE
 
 
 def _threads(program) -> str:

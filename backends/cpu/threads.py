@@ -6,10 +6,10 @@ default, ``NUMBA_NUM_THREADS``, is the CPUs the process could use when Numba was
 imported), capped by the CPUs the process may use now: its affinity (``taskset``,
 ``os.sched_setaffinity``) and its cgroup's CPU quota (a container's ``--cpus``). BLAS
 runs on one thread inside the call, since BLAS's own threads would compete with the
-parallel loops for the same cores, and a lone large product runs on as many of
-OpenBLAS's threads as the loops (``blas.threaded_dot``). Both counts are set as the call
-starts and set back when it returns or raises: outside a call, the user's Numba and BLAS
-thread counts are theirs, and numbax sets no environment variable for them.
+parallel loops for the same cores, and a large product runs in blocks on the loops'
+threads (``contraction.py``). Both counts are set as the call starts and set back when
+it returns or raises: outside a call, the user's Numba and BLAS thread counts are
+theirs, and numbax sets no environment variable for them.
 
 The counts are set around the compiled call (``on_chosen_threads``), not read by the
 generated code: Numba's parallel loops already read the thread's count as they start,
@@ -26,8 +26,8 @@ that one then sets OpenBLAS back to one thread, not to the user's count.
 
 Where the BLAS Numba calls is not an OpenBLAS with thread controls (``blas.AVAILABLE``
 is False: MKL, Accelerate, a BLAS without them), numbax leaves BLAS's threads as the
-user set them: products are then split into blocks of rows, one BLAS call per loop
-thread, and such a BLAS may add threads of its own inside each.
+user set them: such a BLAS may add threads of its own inside each block of a large
+product.
 """
 
 from __future__ import annotations

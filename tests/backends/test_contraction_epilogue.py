@@ -1,7 +1,7 @@
 """A contraction's epilogue runs inside the blocks of rows of its product, where a large
-product is split into blocks of rows because numbax cannot set its BLAS's threads (where
-it can, the product is a unit of its own on OpenBLAS's threads and its epilogue the next
-unit: ``test_kernel_units.py``).
+product is written inline in blocks of rows because it is not a unit of its own (its
+operands are copied first; a product unit runs in blocks of its own and its epilogue is
+the next unit: ``test_kernel_units.py``, ``test_threaded_blas.py``).
 
 With the thresholds lowered so that every float product is large (run on all threads,
 with blocks of rows as small as one), each program below is compiled by the cpu backend
@@ -25,7 +25,7 @@ from numbax.backends.cpu import contraction
 def blocks(monkeypatch):
     monkeypatch.setattr(contraction, "PARALLEL_FLOPS", 0)
     monkeypatch.setattr(contraction, "MIN_ROWS", 1)
-    monkeypatch.setattr(contraction, "_threaded_blas", lambda: False)
+    monkeypatch.setattr(contraction, "into_array", lambda *avals: False)  # inline
     monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 1 << 40)  # no prange but the products'
 
 

@@ -1,10 +1,14 @@
-"""A large matrix product is one BLAS call on OpenBLAS's threads: a product unit that
-sets OpenBLAS's thread count for its calls and back after them (``blas.swap_threads``),
-or, for operands BLAS cannot read where they lie, ``blas.threaded_dot`` in the launcher;
-where the BLAS has no thread controls, the product is split into blocks of rows. Values
-against the interpreter."""
+"""A large matrix product runs in blocks on the call's threads, one single-threaded BLAS
+call per block in one ``prange`` (``contraction.write_gemm``), never on OpenBLAS's own
+threads (they spin after a call, and where the cores are busy a two-thread product waited
+for the scheduler's next time slice): blocks of rows, or of the depth where that reads
+less (``contraction.split_by_depth``: a weight gradient), each block's sum then added in
+block order. Operands BLAS cannot read where they lie are copied, then split into blocks
+of rows in the launcher. Values against the interpreter, or float64 NumPy."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -16,14 +20,14 @@ from numbax.backends.cpu import blas, contraction
 
 @pytest.fixture
 def large(monkeypatch):
-    """Every float product counts as large, with blocks of one row."""
+    """Every float product counts as large, with blocks of one row or depth element."""
     monkeypatch.setattr(contraction, "PARALLEL_FLOPS", 0)
     monkeypatch.setattr(contraction, "MIN_ROWS", 1)
     monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 1 << 40)  # no prange but the products'
 
 
 def _update(x, w, b):
-    hidden = np.maximum(x @ w + b, 0.0)  # an epilogue in the product's rows
+    hidden = np.maximum(x @ w + b, 0.0)  # an epilogue: the product unit's next unit
     return w - 0.1 * (x.T @ hidden), x @ w  # a transposed lhs; the first product again
 
 
@@ -42,42 +46,59 @@ def _check(args):
     return jitted.lower(*args).source()
 
 
-@pytest.mark.skipif(not blas.AVAILABLE, reason="SciPy's BLAS is not an OpenBLAS with threads")
-def test_large_products_are_one_call_on_openblas_threads(large):
+def _product_units(source: str) -> list[str]:
+    return re.findall(r"# --- kernel product_.*?(?=# --- kernel|\Z)", source, re.S)
+
+
+def test_large_products_are_units_in_blocks_on_the_calls_threads(large):
     source = _check(_inputs())
-    # Two distinct products (``x @ w`` twice is one), each a unit between swaps.
-    assert source.count("= nbx_blas.swap_threads(nbx_threads.numba_threads())") == 2, source
-    assert source.count("nbx_gemm.gemm(") == 2 and "threaded_dot" not in source, source
+    units = _product_units(source)
+    assert len(units) == 2, source  # ``x @ w`` twice is one
+    for unit in units:
+        assert "PARALLEL = True" in unit and re.search(r"in prange\(blocks_\d+\):", unit), unit
+        assert unit.count("nbx_gemm.gemm(") == 1, unit
+    assert "swap_threads" not in source and "threaded_dot" not in source, source
     assert "np.dot(" not in source and "ascontiguousarray" not in source, source
 
 
-@pytest.mark.skipif(not blas.AVAILABLE, reason="SciPy's BLAS is not an OpenBLAS with threads")
-def test_a_large_product_of_operands_blas_cannot_read_in_place_is_threaded_dot(large):
-    def product(x, y):  # x's contraction split by its rows: copied, then one call
+def test_the_product_path_does_not_depend_on_openblas_thread_controls(large, monkeypatch):
+    with_controls = _check(_inputs())
+    monkeypatch.setattr(blas, "AVAILABLE", False)
+    assert _check(_inputs()) == with_controls
+
+
+@pytest.mark.parametrize("depth", [600, 601])  # blocks of the depth, the last one shorter
+def test_a_weight_gradient_is_split_by_its_depth(large, depth):
+    """``x.T @ g`` over a long batch (9 x depth @ depth x 4) sums each block's depth into
+    an array of its own; ``x @ w`` (depth x 9 @ 9 x 4) is split by rows."""
+    rng = np.random.default_rng(depth)
+    x = rng.standard_normal((depth, 9)).astype(np.float32)
+    g = rng.standard_normal((depth, 4)).astype(np.float32)
+    w = rng.standard_normal((9, 4)).astype(np.float32)
+    jitted = numbax.jit(lambda x, g, w: (x.T @ g, x @ w))
+    gradient, forward = jitted(x, g, w)
+    wide = x.astype(np.float64)
+    np.testing.assert_allclose(gradient, wide.T @ g, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(forward, wide @ w, rtol=1e-4, atol=1e-4)
+    by_depth, by_rows = sorted(_product_units(jitted.lower(x, g, w).source()), key=len)[::-1]
+    assert "_partial" in by_depth and "(9, 4, high_0 - low_0)" in by_depth, by_depth
+    assert "_partial" not in by_rows and "(high_0 - low_0, 4, 9)" in by_rows, by_rows
+
+
+def test_split_by_depth_where_the_blocks_read_less():
+    assert contraction.split_by_depth(72, 16, 18432, 2)  # a CNN's weight gradient
+    assert not contraction.split_by_depth(18432, 16, 72, 2)  # its forward product
+    assert not contraction.split_by_depth(784, 512, 256, 2)  # an MLP's x.T @ g
+    assert not contraction.split_by_depth(4, 4, 40, 2)  # cheaper, but too short to split
+
+
+def test_a_large_product_of_operands_blas_cannot_read_in_place_is_split_into_row_blocks(large):
+    def product(x, y):  # x's contraction split by its rows: copied, then row blocks
         return np.einsum("kij,kjl->il", x, y)
 
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal((3, 6, 4)), rng.standard_normal((3, 4, 5))
     source = numbax.jit(product).lower(x, y).source()
-    assert "nbx_blas.threaded_dot(" in source and "ascontiguousarray" in source, source
+    assert "ascontiguousarray" in source and re.search(r"in prange\(blocks_\d+\):", source)
+    assert "threaded_dot" not in source, source
     np.testing.assert_allclose(numbax.jit(product)(x, y), product(x, y), rtol=1e-12)
-
-
-def test_without_thread_controls_products_are_split_into_row_blocks(large, monkeypatch):
-    monkeypatch.setattr(blas, "AVAILABLE", False)
-    source = _check(_inputs())
-    assert "threaded_dot" not in source
-    assert source.count("np.dot(") == 2 and "ascontiguousarray" in source, source
-
-
-@pytest.mark.skipif(not blas.AVAILABLE, reason="SciPy's BLAS is not an OpenBLAS with threads")
-def test_the_thread_count_is_set_back_after_the_call():
-    import ctypes
-
-    get = ctypes.CFUNCTYPE(ctypes.c_int)(blas._CONTROLS["get"])
-    before = get()
-    x, w, _ = _inputs()
-    out = np.empty((9, 6), np.float32)
-    blas.threaded_dot(x, w, out, 2)
-    np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-5)
-    assert get() == before
