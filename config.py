@@ -16,6 +16,7 @@
 | NUMBAX_CUDA_NCCL           | 0: cuda collectives staged through MPI, not NCCL (CuPy)     |
 | NUMBAX_PROGRESS            | 0: no progress line on stderr during a long compile         |
 | NUMBAX_STEPS               | 0: cpu launchers compiled as code, never run as steps       |
+| NUMBAX_LLVM_KERNELS        | 0: every cpu kernel compiled by Numba, none by llvmlite     |
 
 This module imports nothing from numbax, so every stage may read it.
 """
@@ -81,6 +82,9 @@ class Config:
     # A cpu program of kernel calls alone runs as steps, with no launcher code of its own
     # to compile (backends/cpu/steps.py); off: every launcher is compiled code.
     steps: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_STEPS"))
+    # A cpu kernel is compiled by llvmlite from its text where the translation knows every
+    # construct in it (backends/cpu/llvm_kernels.py); off: Numba compiles every kernel.
+    llvm_kernels: bool = field(default_factory=lambda: _on_unless_off("NUMBAX_LLVM_KERNELS"))
 
 
 config = Config()

@@ -151,12 +151,30 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def stored(path: Path, data: bytes) -> None:
+    """Write ``data`` (compiled code) to ``path`` atomically; an unwritable folder warns as
+    ``written`` does, and the code is then kept in this process only."""
+    try:
+        _write_atomically(path, data)
+    except OSError as err:
+        warnings.warn(
+            f"numbax: cannot write the compile cache at {path.parent} ({err}); this code is "
+            "not cached. Set NUMBAX_CACHE_DIR to a writable folder, or to 'off'.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _write_atomically(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            f.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(handle, "wb") as f:
+                f.write(text)
+        else:
+            with os.fdopen(handle, "w", encoding="utf-8") as f:
+                f.write(text)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)

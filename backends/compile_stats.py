@@ -37,6 +37,9 @@ class CompileStats:
     kernels_s: float = 0.0
     # The launcher runs the program as steps (``cpu/steps.py``): a few lines to compile.
     steps: bool = False
+    # How many of the distinct kernels are llvmlite's machine code, not Numba's
+    # (``cpu/llvm_kernels.py``), whether compiled now or earlier.
+    llvmlite: int = 0
 
     def __str__(self) -> str:
         backend = f"backend {_ms(self.backend_s)}"
@@ -51,8 +54,8 @@ class CompileStats:
             counts = [self.kernels.get(k, 0) for k in ("compiled", "memory", "disk")]
             workers = self.kernels.get("worker", 0)
             new = f"{counts[0] + workers} new" + (f" ({workers} in workers)" if workers else "")
-            backend += " (kernels {}: {}, {} from memory, {} from disk; ".format(
-                _ms(self.kernels_s), new, *counts[1:]
+            backend += " (kernels {}: {}, {} from memory, {} from disk, {} by llvmlite; ".format(
+                _ms(self.kernels_s), new, *counts[1:], self.llvmlite
             )
             launcher = "launcher of steps" if self.steps else "launcher"
             backend += f"{launcher}: {split}{', ' if split else ''}{outcome})"

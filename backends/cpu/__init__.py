@@ -136,7 +136,15 @@ class CpuBackend:
         llvm_s = None if in_memory else cache.llvm_seconds(function)
         kernels = kernels if generated.units else None
         stats = CompileStats(
-            optimize_s, codegen_s, clock.lap(), outcome, llvm_s, kernels, kernels_s, generated.steps
+            optimize_s,
+            codegen_s,
+            clock.lap(),
+            outcome,
+            llvm_s,
+            kernels,
+            kernels_s,
+            generated.steps,
+            units.by_llvmlite(generated.units),
         )
         addresses = addresses if generated.units else None
         return CpuExecutable(

@@ -91,10 +91,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ...config import config
 from ...ir import dtypes
 from ...ir.core import Literal, Var
 from ..compile_cache import KeyedLock
-from . import scalar
+from . import llvm_kernels, scalar
 from .cache import (
     _compiled_files,
     built_again_if_damaged,
@@ -102,6 +103,7 @@ from .cache import (
     load_module,
     program_key,
 )
+from .kind_writers import KIND_WRITERS
 from .loopnest import tuple_source
 from .program import ADDRESSES, IMPORTS, _ProgramWriter
 from .steps import Recorder
@@ -328,7 +330,7 @@ def write_unit(program: _ProgramWriter, kernel, kind: str, reuse=None) -> bool:
     reuse = reuse or {}
     context = KernelContext(program, kernel, reuse)
     context._name_body(kernel)
-    getattr(context, f"_{kind}")(kernel)
+    KIND_WRITERS[kind](context, kernel)
     written = context.written(kind)
     if written is None:
         return False
@@ -410,7 +412,9 @@ def start(units: list[Unit], cache_dir: str | None) -> dict:
     new = [
         unit
         for unit in units
-        if unit.key not in _COMPILED and not _compiled_files(folder, (unit.module_name,))
+        if unit.key not in _COMPILED
+        and not _compiled_files(folder, (unit.module_name,))
+        and not llvm_kernels.handles(unit, cache_dir)  # milliseconds: here
     ]
     if len(new) < compile_workers.MIN_NEW_KERNELS or compile_workers.worker_count() == 0:
         return {}
@@ -458,11 +462,21 @@ def addresses(
     return np.array(addresses, dtype=np.int64), counts
 
 
+def by_llvmlite(units: list[Unit]) -> int:
+    """How many of the distinct kernels of ``units`` (compiled or loaded) are llvmlite's."""
+    keys = {unit.key for unit in units}
+    return sum(isinstance(_COMPILED.get(key), llvm_kernels.Compiled) for key in keys)
+
+
 def _kernel(unit: Unit, cache_dir: str | None):
     with _ONE_THREAD(unit.key):
         function = _COMPILED.get(unit.key)
         if function is not None:
             return function, "memory"
+        direct = llvm_kernels.compiled(unit, cache_dir)
+        if direct is not None:
+            _COMPILED[unit.key] = direct
+            return direct, direct.outcome
         folder = Path(cache_dir) / "cpu" if cache_dir else None
         cached = _compiled_files(folder, (unit.module_name,)) if folder else []
         function = built_again_if_damaged(
@@ -517,6 +531,10 @@ def _compile_loops(module, name: str) -> None:
 
 def llvm_ir(unit: Unit) -> str:
     """The optimised LLVM IR of ``unit``'s kernel, compiled afresh in memory (code loaded
-    from the disk cache keeps no IR)."""
+    from the disk cache keeps no IR): llvmlite's where it compiles the kernel."""
+    if config.llvm_kernels and not unit.parallel:
+        text = llvm_kernels.llvm_ir(unit)
+        if text is not None:
+            return text
     module = load_module(unit.source, unit.module_name, None)
     return _cfunc(module, unit.name, False).inspect_llvm()

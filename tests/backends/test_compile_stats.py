@@ -20,8 +20,8 @@ def test_a_launcher_of_kernels_splits_its_backend_stage_into_kernels_and_launche
     text = str(CompileStats(0.002, 0.001, 1.5, "disk miss", 0.5, kernels, kernels_s=0.25))
     assert "backend 1500.0 ms (kernels 250.0 ms: 2 new, 3 from memory, 1 from disk" in text
     assert "launcher: Numba 750.0 ms, LLVM 500.0 ms, disk cache miss, compiled)" in text
-    stepped = CompileStats(0.002, 0.001, 1.5, "disk hit", None, kernels, 0.25, steps=True)
-    assert "1 from disk; launcher of steps: disk cache hit)" in str(stepped)
+    stepped = CompileStats(0.002, 0.001, 1.5, "disk hit", None, kernels, 0.25, True, llvmlite=5)
+    assert "1 from disk, 5 by llvmlite; launcher of steps: disk cache hit)" in str(stepped)
 
 
 def test_a_disk_hit_or_an_unknown_split_shows_the_backend_stage_whole():

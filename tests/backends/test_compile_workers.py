@@ -23,8 +23,10 @@ pytest.importorskip("numba")
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    """An empty disk cache, a process that has compiled no kernel, one worker."""
+    """An empty disk cache, a process that has compiled no kernel, one worker, and every
+    kernel compiled by Numba (workers compile those llvmlite cannot: ``llvm_kernels``)."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(config, "llvm_kernels", False)
     monkeypatch.setattr(config, "compile_workers", 1)
     monkeypatch.setattr(cache, "_LOADED", {})
     monkeypatch.setattr(units, "_COMPILED", {})
@@ -138,6 +140,7 @@ _EXITING_SCRIPT = textwrap.dedent(
 
 def test_a_finished_script_ends_its_workers_and_does_not_wait_for_them(tmp_path):
     env = dict(os.environ, NUMBAX_CACHE_DIR=str(tmp_path / "cache"), NUMBAX_COMPILE_WORKERS="1")
+    env["NUMBAX_LLVM_KERNELS"] = "0"  # kernels for the workers (Numba's)
     done = subprocess.run(
         [sys.executable, "-c", _EXITING_SCRIPT],
         env=env,

@@ -13,7 +13,7 @@ import pytest
 
 import numbax
 from numbax.backends import cpu
-from numbax.backends.cpu import cache, units
+from numbax.backends.cpu import cache, llvm_kernels, units
 from numbax.config import config
 
 
@@ -51,7 +51,8 @@ def test_programs_are_cached_in_memory(cache_dir):
     assert _compile(3.0).function is not first.function
 
 
-def test_disk_cache_holds_the_module_and_numba_object_code(cache_dir):
+def test_disk_cache_holds_the_module_and_numba_object_code(cache_dir, monkeypatch):
+    monkeypatch.setattr(config, "llvm_kernels", False)  # the kernel's code Numba's too
     executable = _compile(11.0)
     # One module per program (its launcher) and one per distinct kernel (``units``).
     (module,) = (cache_dir / "cpu").glob("numbax_cpu_cached_*.py")
@@ -70,6 +71,28 @@ def test_disk_cache_holds_the_module_and_numba_object_code(cache_dir):
     assert reloaded.compile_stats.kernels == {"disk": 1}  # the kernel too
     assert "define" in reloaded.llvm_ir()  # compiled again in memory to be shown
     np.testing.assert_allclose(reloaded(np.ones((3, 2)))[0], [36.0, 36.0])
+
+
+def test_disk_cache_holds_llvmlite_object_code_of_a_kernel(cache_dir):
+    executable = _compile(17.0)
+    (unit,) = executable.program.units  # the reduction, which llvmlite compiles
+    assert executable.compile_stats.kernels == {"compiled": 1}
+    assert executable.compile_stats.llvmlite == 1
+    assert not list((cache_dir / "cpu").glob("numbax_kernel_*.py"))  # no Numba module
+    (code,) = (cache_dir / "cpu").glob(f"{llvm_kernels.CACHE_PREFIX}*.o")
+    assert not list((cache_dir / "cpu").glob("*.tmp"))  # written atomically
+    assert unit.source in executable.source  # its text is shown with the launcher
+    _forget(executable)
+    reloaded = _compile(17.0)
+    assert reloaded.compile_stats.kernels == {"disk": 1}
+    assert "define" in reloaded.llvm_ir()
+    np.testing.assert_allclose(reloaded(np.ones((3, 2)))[0], [54.0, 54.0])
+    code.write_bytes(b"damaged")  # a damaged entry: a warning, compiled again
+    _forget(reloaded)
+    with pytest.warns(RuntimeWarning, match="could not be loaded"):
+        again = _compile(17.0)
+    assert again.compile_stats.kernels == {"compiled": 1}
+    np.testing.assert_allclose(again(np.ones((3, 2)))[0], [54.0, 54.0])
 
 
 def test_a_new_process_loads_the_compiled_program(cache_dir):

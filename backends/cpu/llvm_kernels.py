@@ -1,0 +1,190 @@
+"""Kernels compiled to machine code by llvmlite, with no Numba typing or lowering.
+
+A unit (``units``) is written as a small Python module in the language every kernel
+writer uses: arrays rebuilt from the pointer table with ``carray``, loops over ``range``,
+scalar arithmetic, calls of numbax's intrinsics and math functions. Numba compiling such
+a kernel costs 60-300 ms: it infers types numbax already knows, lowers every array access
+through its array model with reference counting, and runs LLVM over the result. This
+module translates the same text straight to LLVM IR: the types are what the text states
+(``carray(args[k], shape, dtype)``, ``np.float32(...)`` constants), an array is a pointer
+and a static C-contiguous shape, a scalar local is a stack slot that LLVM's ``mem2reg``
+promotes, and the kernel is optimised and compiled to an object file by llvmlite alone
+(3-20 ms a kernel). The source shown by ``Lowered.source()`` stays the kernel's text.
+
+Semantics are Numba's, taken from Numba where they are not plain LLVM instructions:
+
+- binary operators and comparisons are typed by Numba's typing context (``int64 +
+  float32`` is ``float64``, ``int / int`` is ``float64``), then computed in the chosen type
+  (float ops with no fast-math flag, ``error_model="numpy"``: no division checks);
+- casts (``np.float32(x)``, ``int(x)``) are Numba's own ``context.cast``;
+- numbax's ``@intrinsic`` helpers (``nbx.add_reassoc``, ``nbx.select``, ``opaque_int``, the
+  guarded integer divisions, ``nbx_gemm.gemm``) are lowered by their own code generators,
+  called with Numba's CPU context on this module's builder;
+- numbax's ``njit`` helpers (``fm.tanh_f32`` and the other vectorisable math functions,
+  ``nbx.compensated_add``) are compiled by Numba once per installation, and their
+  optimised IR, kept in the cache folder, is linked into each kernel that calls them and
+  inlined there, where the loop vectoriser sees it as it does in a Numba kernel;
+- an array index is wrapped when negative, as Numba's is (LLVM drops the check where the
+  index is a loop's).
+
+Anything else the translation does not know (a parallel kernel's ``prange`` loops, a slice,
+a call it has no rule for) raises ``Unsupported`` and the kernel is compiled by Numba as
+before (``units``): what the compile log counts as ``numba`` kernels. ``NUMBAX_LLVM_KERNELS=0``
+compiles every kernel with Numba.
+
+The object files live beside Numba's in ``cache_dir/cpu`` (``numbax_llvm_<key>.o``), keyed
+by the kernel's key and the host CPU, and are loaded into one MCJIT engine per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import warnings
+from pathlib import Path
+
+from ..compile_cache import stored
+from .llvm_expressions import LOCK, Unsupported, host
+from .llvm_translate import translate
+
+CACHE_PREFIX = "numbax_llvm_"
+_MAGIC = b"numbax-llvm-object-1\n"
+
+
+@functools.cache
+def _machine():
+    import llvmlite.binding as llvm
+    from numba.np.ufunc.parallel import _launch_threads
+
+    from . import blas, gemm, lapack, threads  # noqa: F401 - the symbols kernels may call
+
+    # Numba's threading layer defines symbols numbax's helpers call (``get_num_threads``).
+    _launch_threads()
+    target = llvm.Target.from_default_triple()
+    machine = target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+        reloc="static",
+        codemodel="jitdefault",
+        jit=True,
+    )
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+    return llvm, machine, engine
+
+
+def optimised(source: str, name: str):
+    """The kernel's LLVM module, linked with the functions it calls and optimised."""
+    llvm, machine, _ = _machine()
+    text, libraries = translate(source, name)
+    with LOCK:
+        module = llvm.parse_assembly(text)
+        for library in libraries.values():
+            module.link_in(llvm.parse_assembly(library))
+        for function in module.functions:
+            if function.name != name and not function.is_declaration:
+                function.linkage = "internal"
+        for variable in module.global_variables:
+            if not variable.is_declaration:
+                variable.linkage = "internal"
+        module.verify()
+        options = llvm.create_pipeline_tuning_options(speed_level=3)
+        options.loop_vectorization = True
+        options.slp_vectorization = True
+        builder = llvm.create_pass_builder(machine, options)
+        builder.getModulePassManager().run(module, builder)
+        return module
+
+
+class Compiled:
+    """A kernel's machine code in this process's engine."""
+
+    def __init__(self, address: int, outcome: str):
+        self.address = address
+        self.outcome = outcome
+
+
+def compiled(unit, cache_dir: str | None) -> Compiled | None:
+    """``unit``'s kernel compiled by llvmlite or loaded from ``cache_dir``; None where the
+    translation has no rule for its text (Numba compiles it)."""
+    from ...config import config
+
+    if not config.llvm_kernels or unit.parallel:
+        return None
+    llvm, machine, engine = _machine()
+    path = _object_path(unit, cache_dir)
+    if path is not None and path.exists():
+        try:
+            return Compiled(_load(_checked(path.read_bytes()), unit.name), "disk")
+        except Exception as err:  # noqa: BLE001 - a damaged entry: compile again
+            warnings.warn(
+                f"numbax: the compile cache entry {path.name} could not be loaded ({err!r}); "
+                "recompiling it.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            path.unlink(missing_ok=True)
+    try:
+        module = optimised(unit.source, unit.name)
+    except Unsupported:
+        return None
+    with LOCK:
+        code = machine.emit_object(module)
+    if path is not None:
+        stored(path, _MAGIC + hashlib.sha256(code).digest() + code)
+    return Compiled(_load(code, unit.name), "compiled")
+
+
+def _checked(entry: bytes) -> bytes:
+    """The object code of a cache entry whose digest matches it (LLVM aborts the process
+    on a damaged object file rather than raise)."""
+    digest_at = len(_MAGIC)
+    code_at = digest_at + 32
+    code = entry[code_at:]
+    if entry[:digest_at] != _MAGIC or hashlib.sha256(code).digest() != entry[digest_at:code_at]:
+        raise ValueError("its digest does not match its code")
+    return code
+
+
+def handles(unit, cache_dir: str | None) -> bool:
+    """Whether llvmlite compiles ``unit`` (its translation succeeds, or its object file
+    is cached): such kernels are not sent to Numba's compile workers."""
+    from ...config import config
+
+    if not config.llvm_kernels or unit.parallel:
+        return False
+    path = _object_path(unit, cache_dir)
+    if path is not None and path.exists():
+        return True
+    try:
+        translate(unit.source, unit.name)
+    except Unsupported:
+        return False
+    return True
+
+
+def llvm_ir(unit) -> str | None:
+    """The optimised IR of ``unit``'s kernel where llvmlite compiles it, else None."""
+    try:
+        return str(optimised(unit.source, unit.name))
+    except Unsupported:
+        return None
+
+
+def _object_path(unit, cache_dir: str | None) -> Path | None:
+    if cache_dir is None:
+        return None
+    from .cache import program_key
+
+    return Path(cache_dir) / "cpu" / f"{CACHE_PREFIX}{program_key(unit.key + host())}.o"
+
+
+def _load(code: bytes, name: str) -> int:
+    llvm, _, engine = _machine()
+    with LOCK:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        engine.finalize_object()
+        address = engine.get_function_address(name)
+    if not address:
+        raise RuntimeError(f"no function {name} in its object file")
+    return address

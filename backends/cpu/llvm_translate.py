@@ -1,0 +1,334 @@
+"""A kernel's text (``units``) as an LLVM module: the statements, arrays and loops; the
+expressions are ``llvm_expressions``'. See ``llvm_kernels`` for the language and why."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+from numba import carray, prange
+
+from .intrinsics import shaped_view
+from .llvm_expressions import (
+    DTYPES,
+    LOCK,
+    Expressions,
+    Scalar,
+    Unsupported,
+    int64,
+    itemsize,
+    numba_parts,
+    numba_type,
+)
+
+
+@dataclass(frozen=True)
+class _Array:
+    pointer: ir.Value  # to the first element
+    shape: tuple[int, ...]
+    dtype: object  # numba type of the elements
+
+    @property
+    def strides(self) -> tuple[int, ...]:  # in elements, C order
+        strides, step = [], 1
+        for n in reversed(self.shape):
+            strides.append(step)
+            step *= n
+        return tuple(reversed(strides))
+
+
+# --- the translation -----------------------------------------------------------------------
+
+
+class Translator(Expressions):
+    def __init__(self, source: str, name: str):
+        self.types, self.cgutils, self.typing, self.context = numba_parts()
+        self.tree = ast.parse(source)
+        self.name = name
+        self.modules: dict[str, object] = {}
+        self.constants: dict[str, tuple] = {}  # module-level name -> (numba type, value)
+        self.libraries: dict[str, str] = {}  # llvm name -> IR of a linked njit function
+        self.function = None
+        for statement in self.tree.body:
+            self._module_statement(statement)
+        if self.function is None:
+            raise Unsupported(f"no function {name}")
+
+    # module level
+
+    def _module_statement(self, statement) -> None:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            return  # the docstring
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            self._import(statement)
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            (target,) = statement.targets
+            if not isinstance(target, ast.Name):
+                raise Unsupported("module-level assignment")
+            if target.id == "PARALLEL":
+                if statement.value.value is not False:
+                    raise Unsupported("a parallel kernel")
+            elif target.id != "SIGNATURE":
+                self.constants[target.id] = self._constant(statement.value)
+        elif isinstance(statement, ast.FunctionDef):
+            if statement.name != self.name or self.function is not None:
+                raise Unsupported(f"function {statement.name}")
+            self.function = statement
+        else:
+            raise Unsupported(f"module statement {ast.dump(statement)[:60]}")
+
+    def _import(self, statement) -> None:
+        for alias in statement.names:
+            local = alias.asname or alias.name
+            if isinstance(statement, ast.Import):
+                self.modules[local] = importlib.import_module(alias.name)
+            else:
+                module = importlib.import_module(statement.module)
+                value = getattr(module, alias.name, None)
+                if value is None:
+                    value = importlib.import_module(f"{statement.module}.{alias.name}")
+                self.modules[local] = value
+
+    def _constant(self, node) -> tuple:
+        """``np.float32(2.0)``, ``np.float32(-np.inf)``: (numba type, Python value)."""
+        if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+            raise Unsupported("a module constant that is not np.<dtype>(value)")
+        dtype = self._np_dtype(node.func)
+        value = ast.literal_eval(self._inf(node.args[0]))
+        return numba_type(dtype), getattr(np, dtype)(value).item()
+
+    def _inf(self, node):
+        """``np.inf``/``np.nan`` as literals ``literal_eval`` reads."""
+
+        class Literals(ast.NodeTransformer):
+            def visit_Attribute(self, attribute):
+                if isinstance(attribute.value, ast.Name) and attribute.value.id == "np":
+                    if attribute.attr in ("inf", "nan"):
+                        return ast.Constant(float(attribute.attr))
+                raise Unsupported("an attribute in a constant")
+
+        return Literals().visit(node)
+
+    def _np_dtype(self, func) -> str:
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id == "np" and func.attr in DTYPES:
+                return func.attr
+        raise Unsupported("not a NumPy dtype")
+
+    # the function
+
+    def module(self) -> ir.Module:
+        module = ir.Module(name=self.name)
+        import llvmlite.binding as llvm
+
+        module.triple = llvm.get_process_triple()
+        pointer = ir.IntType(8).as_pointer()
+        function = ir.Function(
+            module, ir.FunctionType(ir.VoidType(), [pointer.as_pointer()]), self.name
+        )
+        self.module_ir = module
+        self.builder = ir.IRBuilder(function.append_basic_block("entry"))
+        self.table = function.args[0]
+        self.scope: dict[str, object] = {}
+        (parameter,) = [a.arg for a in self.function.args.args]
+        self.table_name = parameter
+        self.scratch: list = []
+        self._block(self.function.body)
+        for memory in self.scratch:
+            self.builder.call(self._c_function("free"), [memory])
+        self.builder.ret_void()
+        return module
+
+    def _c_function(self, name: str):
+        pointer = ir.IntType(8).as_pointer()
+        signature = {
+            "malloc": ir.FunctionType(pointer, [ir.IntType(64)]),
+            "free": ir.FunctionType(ir.VoidType(), [pointer]),
+        }[name]
+        return self.cgutils.get_or_insert_function(self.module_ir, signature, name)
+
+    def _block(self, statements) -> None:
+        for statement in statements:
+            if self.builder.block.is_terminated:
+                raise Unsupported("code after a return")
+            self._statement(statement)
+
+    def _statement(self, node) -> None:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            self._assign(node.targets[0], node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            value = ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value)
+            self._assign(node.target, value)
+        elif isinstance(node, ast.For):
+            self._for(node)
+        elif isinstance(node, ast.If):
+            self._if(node)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self._call(node.value)
+        elif isinstance(node, ast.Pass):
+            pass
+        else:
+            raise Unsupported(f"statement {type(node).__name__}")
+
+    def _assign(self, target, value) -> None:
+        if isinstance(target, ast.Name):
+            array = self._array_expression(value)
+            if array is not None:
+                self.scope[target.id] = array
+            else:
+                self._store_local(target.id, *self._expression(value))
+        elif isinstance(target, ast.Tuple):
+            result, kind = self._expression(value)
+            if not isinstance(kind, self.types.BaseTuple) or len(kind) != len(target.elts):
+                raise Unsupported("unpacking what is not a tuple")
+            for k, (element, element_type) in enumerate(zip(target.elts, kind, strict=True)):
+                if not isinstance(element, ast.Name):
+                    raise Unsupported("unpacking into what is not a name")
+                self._store_local(element.id, self.builder.extract_value(result, k), element_type)
+        elif isinstance(target, ast.Subscript):
+            array, index = self._element(target)
+            value, kind = self._expression(value)
+            value = self._cast(value, kind, array.dtype)
+            self.context.pack_value(self.builder, array.dtype, value, self._address(array, index))
+        else:
+            raise Unsupported(f"assignment to {type(target).__name__}")
+
+    def _store_local(self, name: str, value, kind) -> None:
+        local = self.scope.get(name)
+        if local is None:
+            slot = self.cgutils.alloca_once(self.builder, value.type, name=name)
+            local = self.scope[name] = Scalar(slot, kind)
+        if not isinstance(local, Scalar) or local.type != kind:
+            raise Unsupported(f"{name} takes another type")
+        self.builder.store(value, local.slot)
+
+    # arrays
+
+    def _array_expression(self, node) -> _Array | None:
+        """The array ``node`` makes or names; None where it is a scalar expression."""
+        if isinstance(node, ast.Name) and isinstance(self.scope.get(node.id), _Array):
+            return self.scope[node.id]
+        if not isinstance(node, ast.Call):
+            return None
+        function = self._callee(node.func)
+        if function is carray:
+            table, shape, dtype = node.args
+            if not (isinstance(table, ast.Subscript) and isinstance(table.value, ast.Name)):
+                raise Unsupported("carray of what is not the pointer table")
+            if table.value.id != self.table_name:
+                raise Unsupported("carray of another pointer")
+            k = ast.literal_eval(table.slice)
+            dtype = numba_type(self._np_dtype(dtype))
+            pointer = self.builder.load(self.builder.gep(self.table, [int64(k)]))
+            data = self.context.get_data_type(dtype).as_pointer()
+            return _Array(self.builder.bitcast(pointer, data), _shape(shape), dtype)
+        if function is np.empty:
+            # The kernel's own array, on the heap as Numba's is (on the stack, LLVM's
+            # analyses of a large array cost more than the kernel's whole compile).
+            shape, dtype = _shape(node.args[0]), numba_type(self._np_dtype(node.args[1]))
+            element = self.context.get_data_type(dtype)
+            size = int64(max(1, math.prod(shape)) * itemsize(dtype))
+            memory = self.builder.call(self._c_function("malloc"), [size])
+            self.scratch.append(memory)
+            return _Array(self.builder.bitcast(memory, element.as_pointer()), shape, dtype)
+        if function is shaped_view:
+            array = self._array_expression(node.args[0])
+            shape = _shape(node.args[1])
+            if array is None or math.prod(shape) != math.prod(array.shape):
+                raise Unsupported("shaped_view")
+            return _Array(array.pointer, shape, array.dtype)
+        return None
+
+    def _element(self, node) -> tuple[_Array, list]:
+        """The array and index values of ``array[i, j]``, or of a scalar's one-element
+        ``carray(...)[0]``."""
+        array = self._array_expression(node.value)
+        if array is None:
+            raise Unsupported("indexing what is not an array")
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(items) != len(array.shape):
+            raise Unsupported("an index of another rank")
+        index = []
+        for item, n in zip(items, array.shape, strict=True):
+            value, kind = self._expression(item)
+            if not isinstance(kind, self.types.Integer):
+                raise Unsupported("an index that is not an integer")
+            value = self._cast(value, kind, self.types.int64)
+            if not (isinstance(value, ir.Constant) and value.constant >= 0):
+                negative = self.builder.icmp_signed("<", value, int64(0))
+                value = self.builder.select(negative, self.builder.add(value, int64(n)), value)
+            index.append(value)
+        return array, index
+
+    def _address(self, array: _Array, index: list):
+        offset = None
+        for value, stride in zip(index, array.strides, strict=True):
+            term = value if stride == 1 else self.builder.mul(value, int64(stride))
+            offset = term if offset is None else self.builder.add(offset, term)
+        return self.builder.gep(array.pointer, [offset if offset is not None else int64(0)])
+
+    # control flow
+
+    def _for(self, node) -> None:
+        if node.orelse or not isinstance(node.target, ast.Name):
+            raise Unsupported("a for loop with else or a target that is not a name")
+        call = node.iter
+        if not (isinstance(call, ast.Call) and self._callee(call.func) in (range, prange)):
+            raise Unsupported("a loop over what is not a range")
+        bounds = [self._cast(*self._expression(a), self.types.int64) for a in call.args]
+        if len(bounds) == 1:
+            bounds = [int64(0), *bounds]
+        start, stop = bounds[:2]
+        step = 1
+        if len(bounds) == 3:
+            if not isinstance(bounds[2], ir.Constant) or bounds[2].constant == 0:
+                raise Unsupported("a range whose step is not a nonzero constant")
+            step = bounds[2].constant
+        builder = self.builder
+        counter = self.cgutils.alloca_once_value(builder, start)
+        header = builder.append_basic_block("loop_header")
+        body = builder.append_basic_block("loop_body")
+        done = builder.append_basic_block("loop_end")
+        builder.branch(header)
+        builder.position_at_end(header)
+        index = builder.load(counter)
+        builder.cbranch(builder.icmp_signed("<" if step > 0 else ">", index, stop), body, done)
+        builder.position_at_end(body)
+        self._store_local(node.target.id, index, self.types.int64)
+        self._block(node.body)
+        builder.store(builder.add(builder.load(counter), int64(step)), counter)
+        builder.branch(header)
+        builder.position_at_end(done)
+
+    def _if(self, node) -> None:
+        condition = self._truth(*self._expression(node.test))
+        if node.orelse:
+            with self.builder.if_else(condition) as (then, otherwise):
+                with then:
+                    self._block(node.body)
+                with otherwise:
+                    self._block(node.orelse)
+        else:
+            with self.builder.if_then(condition):
+                self._block(node.body)
+
+
+def _shape(node) -> tuple[int, ...]:
+    shape = ast.literal_eval(node)
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) for n in shape)):
+        raise Unsupported("a shape that is not a tuple of integers")
+    return shape
+
+
+@functools.lru_cache(maxsize=512)  # ``handles`` translates, then ``compiled``
+def translate(source: str, name: str) -> tuple[str, dict]:
+    """The unoptimised IR of the kernel ``name`` of ``source`` and the IR of the njit
+    functions it calls; ``Unsupported`` where the translation has no rule for its text."""
+    with LOCK:
+        translator = Translator(source, name)
+        return str(translator.module()), translator.libraries

@@ -1,0 +1,254 @@
+"""Kernels compiled by llvmlite from their text (``backends/cpu/llvm_kernels.py``) compute
+exactly what Numba compiles from the same text: bit for bit, on handwritten kernels that
+use each construct of the language and on the kernels of real programs."""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+import numbax
+from numbax.backends import cpu
+from numbax.backends.cpu import cache, llvm_kernels, units
+from numbax.backends.cpu.cache import load_module
+from numbax.backends.cpu.llvm_expressions import Unsupported
+from numbax.config import config
+
+pytest.importorskip("numba")
+
+_HEADER = """
+import numpy as np
+from numba import carray, prange
+from numba import types as nt
+from numbax.backends.cpu import intrinsics as nbx
+from numbax.backends.cpu.mathlib import functions as fm
+
+_k0 = np.float64(0.0)
+_k1 = np.float32(-np.inf)
+_k2 = np.float32(2.5)
+SIGNATURE = nt.void(nt.CPointer(nt.voidptr))
+PARALLEL = False
+
+
+"""
+
+
+def _inputs(source: str, seed: int = 0) -> list[np.ndarray]:
+    """Arrays for each ``carray(args[k], shape, dtype)`` of the kernel, from a seed."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for k, shape, dtype in re.findall(r"carray\(args\[(\d+)\], (\([^)]*\)), np\.(\w+)\)", source):
+        assert int(k) == len(arrays)
+        shape, dtype = ast.literal_eval(shape), np.dtype("bool" if dtype == "bool_" else dtype)
+        if dtype.kind == "f":
+            array = (rng.standard_normal(shape) * 3).astype(dtype)
+            specials = np.array([np.nan, -0.0, 1e30, -np.inf], dtype)[: array.size]
+            array.flat[: len(specials)] = specials
+        elif dtype.kind == "b":
+            array = rng.random(shape) > 0.5
+        else:
+            array = rng.integers(-7, 8, shape).astype(dtype)
+        arrays.append(array)
+    return arrays
+
+
+def _run(address: int, arrays: list[np.ndarray]) -> None:
+    table = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)(ctypes.addressof(table))
+
+
+def _both(body: str, name: str = "kernel"):
+    """The kernel ``body`` compiled by llvmlite and by Numba, run on the same inputs: the
+    two sets of arrays after the calls."""
+    source = _HEADER + f"def {name}(args):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    _, machine, _ = llvm_kernels._machine()
+    code = machine.emit_object(llvm_kernels.optimised(source, name))
+    ours = llvm_kernels._load(code, name)
+    module = load_module(source, f"test_llvm_{name}_{abs(hash(source))}", None)
+    numba_kernel = units._cfunc(module, name, False)
+    first, second = _inputs(source), _inputs(source)
+    _run(ours, first)
+    _run(numba_kernel.address, second)
+    return first, second
+
+
+def _assert_same(body: str, name: str) -> None:
+    first, second = _both(body, name)
+    for ours, numbas in zip(first, second, strict=True):
+        np.testing.assert_array_equal(ours, numbas)  # NaN where Numba's is NaN
+        numbers = ~np.isnan(ours) if ours.dtype.kind == "f" else np.ones(ours.shape, bool)
+        np.testing.assert_array_equal(
+            ours[numbers].view(np.uint8), numbas[numbers].view(np.uint8)
+        )  # and bit for bit elsewhere (-0.0 included)
+
+
+def test_arithmetic_and_numba_s_promotions():
+    _assert_same(
+        """
+        a = carray(args[0], (7, 5), np.float32)
+        b = carray(args[1], (7, 5), np.int32)
+        c = carray(args[2], (7, 5), np.float64)
+        d = carray(args[3], (7, 5), np.float32)
+        e = carray(args[4], (7, 5), np.int64)
+        for i0 in range(7):
+            for i1 in range(5):
+                x = a[i0, i1]
+                k = b[i0, i1]
+                c[i0, i1] = x * k + 1 - x / 3  # float32 with ints: float64, as Numba
+                d[i0, i1] = np.float32(x * _k2 - (x if x > _k2 else -x))
+                e[i0, i1] = k // 3 + k % 4 - abs(k) + min(max(k, -2), 5) + (i0 - 2 * i1)
+        """,
+        "arithmetic",
+    )
+
+
+def test_comparisons_conditions_and_booleans():
+    _assert_same(
+        """
+        a = carray(args[0], (40,), np.float64)
+        b = carray(args[1], (40,), np.int32)
+        m = carray(args[2], (40,), np.bool_)
+        o = carray(args[3], (40,), np.float64)
+        for i in range(40):
+            x = a[i]
+            k = b[i]
+            m[i] = (0 <= k < 4) or (x != x and not m[i])
+            if -3 < k <= 2 and x >= 0.0:
+                o[i] = nbx.select(x == x, x, _k0)
+            elif k == 7:
+                o[i] = -x
+            else:
+                o[i] = np.float64(k) if k != 0 else np.sqrt(abs(x))
+        """,
+        "conditions",
+    )
+
+
+def test_reductions_scratch_tuples_and_math_functions():
+    _assert_same(
+        """
+        a = carray(args[0], (6, 33), np.float32)
+        s = carray(args[1], (6,), np.float32)
+        t = carray(args[2], (6,), np.float32)
+        scratch = np.empty((6,), np.float64)
+        for i0 in range(6):
+            acc = _k0
+            compensation = _k0
+            block = np.float32(0.0)
+            high = _k1
+            for i1 in range(nbx.opaque_int(33)):
+                x = a[i0, i1]
+                block = nbx.add_reassoc(block, fm.tanh_f32(x) * fm.exp_f32(x / _k2))
+                high = nbx.maximum(high, x)
+            acc, compensation = nbx.compensated_add(acc, compensation, np.float64(block))
+            scratch[i0] = nbx.compensated_total(acc, compensation)
+            t[i0] = high
+        for i0 in range(5, -1, -1):
+            s[i0] = np.float32(scratch[i0]) + fm.log_f32(abs(t[i0]))
+        """,
+        "reductions",
+    )
+
+
+def test_negative_indices_wrap_as_numba_s_do_and_scalars_pass_by_the_table():
+    _assert_same(
+        """
+        a = carray(args[0], (4, 9), np.float64)
+        n = carray(args[1], (1,), np.int64)[0]
+        o = carray(args[2], (4, 9), np.float64)
+        for i in range(4):
+            for j in range(9):
+                o[i, j] = a[i - 4, -1 - j] + n
+        """,
+        "wrapping",
+    )
+
+
+def test_what_the_translation_does_not_know_is_refused():
+    source = _HEADER.replace("PARALLEL = False", "PARALLEL = True") + "def k(args):\n    pass\n"
+    with pytest.raises(Unsupported, match="parallel"):
+        llvm_kernels.translate(source, "k")
+    sliced = _HEADER + (
+        "def k(args):\n    a = carray(args[0], (4,), np.float32)\n    a[1:3] = a[0:2]\n"
+    )
+    with pytest.raises(Unsupported):
+        llvm_kernels.translate(sliced, "k")
+
+
+def _training_step(params, x):
+    w1, w2 = params
+    h = np.tanh(x @ w1)
+    z = h @ w2
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    return -np.log(p[:, 0] + 1e-6).mean() + 0.1 * (h * h).sum()
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(cache, "_LOADED", {})
+    monkeypatch.setattr(units, "_COMPILED", {})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_training_step_s_kernels_are_llvmlite_s_and_equal_numba_s(fresh, monkeypatch, dtype):
+    rng = np.random.default_rng(1)
+    params = (
+        rng.standard_normal((12, 16)).astype(dtype),
+        rng.standard_normal((16, 5)).astype(dtype),
+    )
+    x = rng.standard_normal((9, 12)).astype(dtype)
+    closed = numbax.make_jaxpr(numbax.value_and_grad(_training_step))(params, x)
+    ours = cpu.backend.compile(closed, "step")
+    assert ours.compile_stats.llvmlite == len(ours.program.units) > 5
+    monkeypatch.setattr(units, "_COMPILED", {})
+    monkeypatch.setattr(cache, "_LOADED", {})
+    monkeypatch.setattr(config, "llvm_kernels", False)
+    numbas = cpu.backend.compile(closed, "step_by_numba")
+    assert numbas.compile_stats.llvmlite == 0
+    flat = [*params, x]
+    for a, b in zip(ours(*flat), numbas(*flat), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    interpreted = numbax.jit(numbax.value_and_grad(_training_step), backend="interpret")
+    value, grads = interpreted(params, x)
+    expected = [value, *grads]
+    for a, b in zip(ours(*flat), expected, strict=True):
+        tolerance = {"rtol": 1e-4, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-10}
+        np.testing.assert_allclose(a, b, **tolerance)
+
+
+def test_llvmlite_s_loops_are_vector_code(fresh):
+    x = np.linspace(-3.0, 3.0, 4096, dtype=np.float32)
+    closed = numbax.make_jaxpr(lambda x: np.tanh(1.5 * x + 0.5) * 0.5 + x * x)(x)
+    executable = cpu.backend.compile(closed, "chain")
+    assert executable.compile_stats.llvmlite == 1
+    text = executable.llvm_ir()
+    assert re.search(r"<(4|8|16) x float>", text), "the loop is not vectorised"
+    np.testing.assert_allclose(
+        executable(x)[0], np.tanh(1.5 * x + 0.5) * 0.5 + x * x, rtol=1e-6, atol=1e-6
+    )
+
+
+def test_unsigned_and_narrow_integers_follow_numba_s_types():
+    _assert_same(
+        """
+        a = carray(args[0], (3, 4), np.uint64)
+        b = carray(args[1], (3, 4), np.int8)
+        c = carray(args[2], (3, 4), np.uint8)
+        o = carray(args[3], (3, 4), np.uint64)
+        p = carray(args[4], (3, 4), np.int64)
+        q = carray(args[5], (3, 4), np.uint8)
+        for i in range(3):
+            for j in range(4):
+                o[i, j] = abs(a[i, j]) + (a[i, j] & np.uint64(12))
+                p[i, j] = -b[i, j] + ~b[i, j] + abs(b[i, j])
+                q[i, j] = np.uint8(-c[i, j]) ^ c[i, j]
+        """,
+        "integers",
+    )
