@@ -12,7 +12,8 @@ count to one for the call and back after it, ``threads.py``): BLAS's own thread 
 would oversubscribe the cores next to ours in parallel kernels, and waking it for a small
 product costs more than the product. A large product (``PARALLEL_FLOPS``) is split into
 blocks, one single-threaded BLAS call per thread of the call's parallel loops, in one
-``prange``: of rows, or of the depth where the blocks then read less
+``prange`` (``gemm.blocked_gemm``, compiled once, not a parallel loop in every product
+unit): of rows, or of the depth where the blocks then read less
 (``split_by_depth``: a weight gradient's long contraction, each block's sum in an array
 of its own, added up in block order). OpenBLAS's own threads are not used: after a call
 they spin for their next one, and on a machine whose cores are busy with other work a
@@ -255,57 +256,15 @@ def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_av
         call = f"{gemm}({lhs}, {rhs}, {out}, ({', '.join(starts)}), {flags}, {sizes}, {leading})"
         return [*lines, indent + call]
     # A large product: blocks on the call's threads, one single-threaded call each.
-    program.parallel = True
+    blocked = program.function(GEMM_MODULE, "blocked_gemm")
     by_depth = split_by_depth(rows, columns, depth, SPLIT_THREADS)
-    extent = depth if by_depth else rows
-    blocks, step = fresh("blocks"), fresh("step")
-    block, low, high = fresh("block"), fresh("low"), fresh("high")
-    head = [
-        f"{blocks} = max(1, min({_threads(program)}, {max(1, extent // MIN_ROWS)}))",
-        f"{step} = ({extent} + {blocks} - 1) // {blocks}",
-    ]
-    if by_depth:
-        partial = fresh(f"{out}_partial")
-        dtype = dtype_source(out_aval.dtype)
-        head.append(f"{partial} = np.empty(({blocks}, {rows * columns}), {dtype})")
-    body = [
-        f"for {block} in prange({blocks}):",
-        f"    {low} = min({block} * {step}, {extent})",
-        f"    {high} = min({low} + {step}, {extent})",
-    ]
-    if by_depth:  # each block's sum over its depth, added up in block order after
-        a_start = f"{low} * {left.leading}" if left.transposed else low
-        b_start = low if right.transposed else f"{low} * {right.leading}"
-        a_start, b_start = _sum(starts[0], a_start), _sum(starts[1], b_start)
-        call = (
-            f"{gemm}({lhs}, {rhs}, {partial}, ({a_start}, {b_start}, {block} * {rows * columns}), "
-            f"{flags}, ({rows}, {columns}, {high} - {low}), {leading})"
-        )
-        index, other, flat = fresh("i"), fresh("other"), fresh(f"{out}_flat")
-        at = _sum(starts[2], index)
-        body += [
-            f"    {call}",
-            f"{flat} = {out}.reshape({out_aval.size})",
-            f"for {index} in range({rows * columns}):",
-            f"    {flat}[{at}] = {partial}[0, {index}]",
-            f"for {other} in range(1, {blocks}):",
-            f"    for {index} in range({rows * columns}):",
-            f"        {flat}[{at}] += {partial}[{other}, {index}]",
-        ]
-    else:
-        a_start = low if left.transposed else f"{low} * {left.leading}"
-        a_start = _sum(starts[0], a_start)
-        c_start = _sum(starts[2], f"{low} * {columns}")
-        call = (
-            f"{gemm}({lhs}, {rhs}, {out}, ({a_start}, {starts[1]}, {c_start}), {flags}, "
-            f"({high} - {low}, {columns}, {depth}), {leading})"
-        )
-        body.append(f"    {call}")
-    return head + lines + [indent + line for line in body]
-
-
-def _sum(start: str, term: str) -> str:
-    return term if start == "0" else f"{start} + {term}"
+    flat = [f"{name}.reshape({aval.size})" for name, aval in ((lhs, lhs_aval), (rhs, rhs_aval))]
+    flat.append(f"{out}.reshape({out_aval.size})")
+    call = (
+        f"{blocked}({', '.join(flat)}, ({', '.join(starts)}), {flags}, "
+        f"({rows}, {columns}, {depth}), {leading}, {by_depth}, {_threads(program)}, {MIN_ROWS})"
+    )
+    return [*lines, indent + call]
 
 
 def split_by_depth(rows: int, columns: int, depth: int, threads: int) -> bool:

@@ -7,13 +7,15 @@ operand BLAS reads transposed, so it calls ``gemm`` itself: an intrinsic that pa
 the arrays' data pointers and the sizes, by reference as Fortran wants. The functions
 are linked under symbols of their own (``numbax_sgemm``, ``numbax_dgemm``) as
 ``blas.py`` and ``lapack.py`` link theirs, so a kernel cached on disk holds no address.
+A large product calls ``blocked_gemm``: ``gemm`` in blocks on the call's threads.
 """
 
 from __future__ import annotations
 
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import njit, prange, types
 from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import get_cython_function_address, intrinsic
@@ -87,3 +89,42 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
         return context.get_dummy_value()
 
     return types.void(a, b, c, offsets, transposed, sizes, leading), codegen
+
+
+@njit(parallel=True, cache=True, error_model="numpy", no_cfunc_wrapper=True)
+def blocked_gemm(a, b, c, offsets, transposed, sizes, leading, by_depth, threads, least):
+    """``gemm`` split into blocks, one single-threaded call per block in one ``prange``:
+    blocks of ``op(a)``'s rows, or with ``by_depth`` of the depth, each block's product
+    into an array of its own, added into ``c`` in block order. At most ``threads``
+    blocks of at least ``least`` rows (or depth). The arrays are one-dimensional (the
+    product units pass their arrays flattened): one compiled function per dtype, kept in
+    Numba's disk cache, which every large product unit calls instead of running a
+    parallel loop of its own (a unit with a ``prange`` took 0.6 s longer to compile)."""
+    rows, columns, depth = sizes
+    a_transposed, b_transposed = transposed
+    a_leading, b_leading = leading
+    extent = depth if by_depth else rows
+    blocks = max(1, min(threads, extent // max(least, 1)))
+    step = (extent + blocks - 1) // blocks
+    if by_depth:
+        size = rows * columns
+        partial = np.empty(blocks * size, c.dtype)
+        for block in prange(blocks):
+            low = min(block * step, depth)
+            high = min(low + step, depth)
+            a_start = offsets[0] + (low * a_leading if a_transposed else low)
+            b_start = offsets[1] + (low if b_transposed else low * b_leading)
+            starts = (a_start, b_start, block * size)
+            gemm(a, b, partial, starts, transposed, (rows, columns, high - low), leading)
+        for i in range(size):
+            c[offsets[2] + i] = partial[i]
+        for other in range(1, blocks):
+            for i in range(size):
+                c[offsets[2] + i] += partial[other * size + i]
+        return
+    for block in prange(blocks):
+        low = min(block * step, rows)
+        high = min(low + step, rows)
+        a_start = offsets[0] + (low if a_transposed else low * a_leading)
+        starts = (a_start, offsets[1], offsets[2] + low * columns)
+        gemm(a, b, c, starts, transposed, (high - low, columns, depth), leading)

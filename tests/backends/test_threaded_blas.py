@@ -1,10 +1,11 @@
 """A large matrix product runs in blocks on the call's threads, one single-threaded BLAS
-call per block in one ``prange`` (``contraction.write_gemm``), never on OpenBLAS's own
-threads (they spin after a call, and where the cores are busy a two-thread product waited
-for the scheduler's next time slice): blocks of rows, or of the depth where that reads
-less (``contraction.split_by_depth``: a weight gradient), each block's sum then added in
-block order. Operands BLAS cannot read where they lie are copied, then split into blocks
-of rows in the launcher. Values against the interpreter, or float64 NumPy."""
+call per block in one ``prange`` (``gemm.blocked_gemm``, one compiled function that every
+large product unit calls), never on OpenBLAS's own threads (they spin after a call, and
+where the cores are busy a two-thread product waited for the scheduler's next time
+slice): blocks of rows, or of the depth where that reads less
+(``contraction.split_by_depth``: a weight gradient), each block's sum then added in block
+order. Operands BLAS cannot read where they lie are copied, then split into blocks of
+rows in the launcher. Values against the interpreter, or float64 NumPy."""
 
 from __future__ import annotations
 
@@ -54,9 +55,9 @@ def test_large_products_are_units_in_blocks_on_the_calls_threads(large):
     source = _check(_inputs())
     units = _product_units(source)
     assert len(units) == 2, source  # ``x @ w`` twice is one
-    for unit in units:
-        assert "PARALLEL = True" in unit and re.search(r"in prange\(blocks_\d+\):", unit), unit
-        assert unit.count("nbx_gemm.gemm(") == 1, unit
+    for unit in units:  # no parallel loop of its own to compile
+        assert "PARALLEL = False" in unit and unit.count("nbx_gemm.blocked_gemm(") == 1, unit
+        assert "nbx_threads.numba_threads(), 1)" in unit, unit  # the call's threads, MIN_ROWS
     assert "swap_threads" not in source and "threaded_dot" not in source, source
     assert "np.dot(" not in source and "ascontiguousarray" not in source, source
 
@@ -80,9 +81,10 @@ def test_a_weight_gradient_is_split_by_its_depth(large, depth):
     wide = x.astype(np.float64)
     np.testing.assert_allclose(gradient, wide.T @ g, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(forward, wide @ w, rtol=1e-4, atol=1e-4)
-    by_depth, by_rows = sorted(_product_units(jitted.lower(x, g, w).source()), key=len)[::-1]
-    assert "_partial" in by_depth and "(9, 4, high_0 - low_0)" in by_depth, by_depth
-    assert "_partial" not in by_rows and "(high_0 - low_0, 4, 9)" in by_rows, by_rows
+    units = _product_units(jitted.lower(x, g, w).source())
+    (by_depth,) = [unit for unit in units if f"(9, 4, {depth}), (9, 4), True," in unit]
+    (by_rows,) = [unit for unit in units if f"({depth}, 4, 9), (9, 4), False," in unit]
+    assert "blocked_gemm" in by_depth and "blocked_gemm" in by_rows
 
 
 def test_split_by_depth_where_the_blocks_read_less():

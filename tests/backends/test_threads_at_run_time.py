@@ -186,7 +186,7 @@ source = f.lower(x, a, b).source()
 print(json.dumps({{
     "working": len(working),
     "numba_threads": [threads_before, numba.get_num_threads()],
-    "parallel": "prange(" in source and "in prange(blocks_" in source,
+    "parallel": "prange(" in source and "nbx_gemm.blocked_gemm(" in source,
 }}))
 """
 
