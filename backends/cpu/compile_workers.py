@@ -12,11 +12,12 @@ The workers are plain subprocesses (``python -m numbax.backends.cpu.compile_work
 not ``multiprocessing``'s: a spawned ``multiprocessing`` child imports the user's main
 script again, which a script without an ``if __name__ == "__main__"`` guard cannot bear.
 A worker reads one kernel per line on stdin (its module name, function name and the
-cache folder, as JSON), compiles it exactly as ``units`` does with Numba's disk cache
-on, and answers one line. Workers start at the first compile with at least
-``MIN_NEW_KERNELS`` new kernels and live as long as the process; they end with it (their
-stdin closes; a worker busy compiling is killed, so a finished script never waits for
-one, and a kernel file Numba had not finished writing is never indexed).
+cache folder, as JSON), compiles it exactly as ``units`` does with the disk cache on (by
+llvmlite where the parent would, ``llvm_kernels``; else Numba), and answers one line.
+Workers start at the first compile with at least ``MIN_NEW_KERNELS`` new kernels and
+live as long as the process; they end with it (their stdin closes; a worker busy
+compiling is killed, so a finished script never waits for one, and a kernel file Numba
+had not finished writing is never indexed).
 
 How many: ``NUMBAX_COMPILE_WORKERS`` (0 compiles everything here), else one fewer than
 the CPUs the process may run on (``os.sched_getaffinity``), at most ``MAX_WORKERS``;
@@ -112,6 +113,7 @@ def _serve_queue() -> None:
 def _compile_in(worker: subprocess.Popen, unit, cache_dir: str) -> None:
     """Compile ``unit`` in ``worker``; raises what it reports."""
     request = {"module": unit.module_name, "name": unit.name, "cache_dir": cache_dir}
+    request["llvm_kernels"] = config.llvm_kernels  # compiled as this process would
     worker.stdin.write(json.dumps(request) + "\n")
     worker.stdin.flush()
     answer = worker.stdout.readline()
@@ -151,6 +153,7 @@ def _serve() -> None:
     threads.launch_numba_threads()  # kernels link the threading layer's functions
     for line in sys.stdin:
         request = json.loads(line)
+        config.llvm_kernels = request["llvm_kernels"]
         try:
             units.compile_written(request["module"], request["name"], request["cache_dir"])
             answer = {}

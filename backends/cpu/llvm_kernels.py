@@ -146,21 +146,10 @@ def _checked(entry: bytes) -> bytes:
     return code
 
 
-def handles(unit, cache_dir: str | None) -> bool:
-    """Whether llvmlite compiles ``unit`` (its translation succeeds, or its object file
-    is cached): such kernels are not sent to Numba's compile workers."""
-    from ...config import config
-
-    if not config.llvm_kernels or unit.parallel:
-        return False
+def cached(unit, cache_dir: str | None) -> bool:
+    """Whether ``cache_dir`` holds llvmlite's object code of ``unit``'s kernel."""
     path = _object_path(unit, cache_dir)
-    if path is not None and path.exists():
-        return True
-    try:
-        translate(unit.source, unit.name)
-    except Unsupported:
-        return False
-    return True
+    return path is not None and path.exists()
 
 
 def llvm_ir(unit) -> str | None:

@@ -325,7 +325,7 @@ def _shape(node) -> tuple[int, ...]:
     return shape
 
 
-@functools.lru_cache(maxsize=512)  # ``handles`` translates, then ``compiled``
+@functools.lru_cache(maxsize=512)  # ``llvm_ir`` shows what was compiled
 def translate(source: str, name: str) -> tuple[str, dict]:
     """The unoptimised IR of the kernel ``name`` of ``source`` and the IR of the njit
     functions it calls; ``Unsupported`` where the translation has no rule for its text."""

@@ -114,6 +114,7 @@ KINDS = ("elementwise", "reduction", "opaque")
 OPAQUE = ("transpose", "slice", "concatenate", "pad", "gather", "scatter", "cumsum")
 OPAQUE += ("dynamic_slice", "dynamic_update_slice")
 LAUNCH_MODULE = "numbax.backends.cpu.launch"
+MODULE_PREFIX = "numbax_kernel_"  # a kernel's module: the prefix and its key
 
 # Kernels by outcome, over this process: compiled, taken from memory, loaded from disk.
 COUNTS: Counter = Counter()
@@ -133,7 +134,7 @@ class Unit:
 
     @property
     def module_name(self) -> str:
-        return f"numbax_kernel_{self.key}"
+        return f"{MODULE_PREFIX}{self.key}"
 
 
 @dataclass
@@ -414,7 +415,7 @@ def start(units: list[Unit], cache_dir: str | None) -> dict:
         for unit in units
         if unit.key not in _COMPILED
         and not _compiled_files(folder, (unit.module_name,))
-        and not llvm_kernels.handles(unit, cache_dir)  # milliseconds: here
+        and not llvm_kernels.cached(unit, cache_dir)
     ]
     if len(new) < compile_workers.MIN_NEW_KERNELS or compile_workers.worker_count() == 0:
         return {}
@@ -496,10 +497,15 @@ def compile_written(module_name: str, name: str, cache_dir: str) -> None:
     """A compile worker's task (``compile_workers``): compile the kernel ``name`` of the
     module ``start`` wrote under ``cache_dir`` into the disk cache."""
     path = Path(cache_dir) / "cpu" / f"{module_name}.py"
+    source = path.read_text()
+    key = module_name.removeprefix(MODULE_PREFIX)
+    unit = Unit(key, name, source, "\nPARALLEL = True\n" in source)
+    if llvm_kernels.compiled(unit, cache_dir) is not None:
+        return  # llvmlite's object code, in the disk cache
     loaded = sys.modules.get(module_name)
     if loaded is not None and Path(getattr(loaded, "__file__", "")) != path:
         del sys.modules[module_name]  # from another cache folder: its code is cached there
-    _cfunc(load_module(path.read_text(), module_name, cache_dir), name, True)
+    _cfunc(load_module(source, module_name, cache_dir), name, True)
 
 
 def _cfunc(module, name: str, cached: bool):

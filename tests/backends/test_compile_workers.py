@@ -30,7 +30,9 @@ def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(config, "compile_workers", 1)
     monkeypatch.setattr(cache, "_LOADED", {})
     monkeypatch.setattr(units, "_COMPILED", {})
-    for name in [name for name in sys.modules if name.startswith("numbax_kernel_")]:
+    for name in [
+        name for name in sys.modules if name.startswith(("numbax_kernel_", "numbax_cpu_layers_"))
+    ]:
         monkeypatch.delitem(sys.modules, name)  # imported from another test's cache
     return tmp_path
 
@@ -51,7 +53,11 @@ def _program():
     return cpu.backend.lower(numbax.make_jaxpr(_layers)(X, W), "layers")
 
 
-def test_kernels_compiled_by_a_worker_are_loaded_from_its_disk_cache(cache_dir):
+@pytest.mark.parametrize("llvmlite", [False, True])
+def test_kernels_compiled_by_a_worker_are_loaded_from_its_disk_cache(
+    cache_dir, monkeypatch, llvmlite
+):
+    monkeypatch.setattr(config, "llvm_kernels", llvmlite)
     program = _program()
     assert len(program.units) >= compile_workers.MIN_NEW_KERNELS
     started = units.start(program.units, str(cache_dir))
@@ -63,6 +69,7 @@ def test_kernels_compiled_by_a_worker_are_loaded_from_its_disk_cache(cache_dir):
     # The whole compile: every kernel is now in this process's memory.
     executable = cpu.backend.compile(numbax.make_jaxpr(_layers)(X, W), "layers")
     assert executable.compile_stats.kernels == {"memory": len(program.units)}
+    assert executable.compile_stats.llvmlite == (len(program.units) if llvmlite else 0)
     for got, want in zip(executable(X, W), _layers(X, W), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
