@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import hashlib
 import operator
 import pickle
 import threading
@@ -418,10 +419,18 @@ class Expressions:
         return result, signature.return_type
 
     def _njit(self, function, arguments):
-        values = [self._expression(a) for a in arguments]
+        """A call of one of numbax's ``njit`` helpers, by Numba's calling convention: its
+        IR linked in (LLVM inlines it; a math function's loop vectorises), or, for a
+        parallel one, a call by symbol of the code Numba compiled and cached (its IR is
+        large and holds the parallel runtime's globals), resolved as the kernel loads."""
+        values = [self._operand(a) for a in arguments]
         argtypes = tuple(k for _, k in values)
-        llvm_name, result, text = library_function(function, argtypes)
-        self.libraries[llvm_name] = text
+        if function.targetoptions.get("parallel"):
+            llvm_name, result = external_function(external_name(function, argtypes))
+            self.externals[llvm_name] = external_name(function, argtypes)
+        else:
+            llvm_name, result, text = library_function(function, argtypes)
+            self.libraries[llvm_name] = text
         call_conv = self.context.call_conv
         signature_type = call_conv.get_function_type(result, argtypes)
         callee = self.cgutils.get_or_insert_function(self.module_ir, signature_type, llvm_name)
@@ -502,6 +511,39 @@ def library_function(function, argtypes) -> tuple:
                 stored(path, pickle.dumps(found))
         _LIBRARY[memory_key] = found
         return found
+
+
+def external_name(function, argtypes) -> tuple:
+    """What names a helper called by symbol in a kernel's cache entry (``resolve``)."""
+    return (function.py_func.__module__, function.py_func.__qualname__, argtypes)
+
+
+def external_function(name: tuple) -> tuple:
+    """The symbol a kernel calls the helper ``name`` (``external_name``) by, and its return
+    type: the helper compiled (or loaded from Numba's cache) and its address registered
+    with LLVM under a symbol of numbax's, the same in every process (Numba's own symbol
+    holds a counter of its process)."""
+    import importlib
+
+    import llvmlite.binding as llvm
+
+    module, qualname, argtypes = name
+    function = importlib.import_module(module)
+    for part in qualname.split("."):
+        function = getattr(function, part)
+    with LOCK:
+        function.compile(argtypes)
+        overload = function.overloads[argtypes]
+        address = overload.library.get_pointer_to_function(overload.fndesc.llvm_func_name)
+        symbol = "numbax_helper_" + hashlib.sha256(repr(name).encode()).hexdigest()[:24]
+        llvm.add_symbol(symbol, address)
+        return symbol, overload.signature.return_type
+
+
+def resolve(externals) -> None:
+    """Register the symbols of the helpers a cached kernel calls (``external_function``)."""
+    for name in externals:
+        external_function(name)
 
 
 @functools.cache

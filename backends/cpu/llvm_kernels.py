@@ -40,15 +40,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import pickle
 import warnings
 from pathlib import Path
 
 from ..compile_cache import stored
-from .llvm_expressions import LOCK, Unsupported, host
+from .llvm_expressions import LOCK, Unsupported, host, resolve
 from .llvm_translate import translate
 
 CACHE_PREFIX = "numbax_llvm_"
-_MAGIC = b"numbax-llvm-object-1\n"
+_MAGIC = b"numbax-llvm-object-2\n"
 
 
 @functools.cache
@@ -76,7 +77,7 @@ def _machine():
 def optimised(source: str, name: str):
     """The kernel's LLVM module, linked with the functions it calls and optimised."""
     llvm, machine, _ = _machine()
-    text, libraries = translate(source, name)
+    text, libraries, _ = translate(source, name)
     with LOCK:
         module = llvm.parse_assembly(text)
         for library in libraries.values():
@@ -115,7 +116,9 @@ def compiled(unit, cache_dir: str | None) -> Compiled | None:
     path = _object_path(unit, cache_dir)
     if path is not None and path.exists():
         try:
-            return Compiled(_load(_checked(path.read_bytes()), unit.name), "disk")
+            externals, code = _entry(path.read_bytes())
+            resolve(externals)
+            return Compiled(_load(code, unit.name), "disk")
         except Exception as err:  # noqa: BLE001 - a damaged entry: compile again
             warnings.warn(
                 f"numbax: the compile cache entry {path.name} could not be loaded ({err!r}); "
@@ -131,19 +134,24 @@ def compiled(unit, cache_dir: str | None) -> Compiled | None:
     with LOCK:
         code = machine.emit_object(module)
     if path is not None:
-        stored(path, _MAGIC + hashlib.sha256(code).digest() + code)
+        _, _, externals = translate(unit.source, unit.name)
+        payload = pickle.dumps((externals, code))
+        stored(path, _MAGIC + hashlib.sha256(payload).digest() + payload)
     return Compiled(_load(code, unit.name), "compiled")
 
 
-def _checked(entry: bytes) -> bytes:
-    """The object code of a cache entry whose digest matches it (LLVM aborts the process
-    on a damaged object file rather than raise)."""
+def _entry(entry: bytes) -> tuple:
+    """The helpers called by symbol and the object code of a cache entry whose digest
+    matches it (LLVM aborts the process on a damaged object file rather than raise)."""
     digest_at = len(_MAGIC)
-    code_at = digest_at + 32
-    code = entry[code_at:]
-    if entry[:digest_at] != _MAGIC or hashlib.sha256(code).digest() != entry[digest_at:code_at]:
+    payload_at = digest_at + 32
+    payload = entry[payload_at:]
+    if (
+        entry[:digest_at] != _MAGIC
+        or hashlib.sha256(payload).digest() != entry[digest_at:payload_at]
+    ):
         raise ValueError("its digest does not match its code")
-    return code
+    return pickle.loads(payload)
 
 
 def cached(unit, cache_dir: str | None) -> bool:

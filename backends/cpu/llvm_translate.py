@@ -53,6 +53,7 @@ class Translator(Expressions):
         self.modules: dict[str, object] = {}
         self.constants: dict[str, tuple] = {}  # module-level name -> (numba type, value)
         self.libraries: dict[str, str] = {}  # llvm name -> IR of a linked njit function
+        self.externals: dict[str, tuple] = {}  # llvm name -> a helper called by symbol
         self.function = None
         for statement in self.tree.body:
             self._module_statement(statement)
@@ -215,6 +216,10 @@ class Translator(Expressions):
             return self.scope[node.id]
         if not isinstance(node, ast.Call):
             return None
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "reshape":
+            owner = self._array_expression(node.func.value)  # ``x.reshape(shape)``
+            if owner is not None:
+                return _view(owner, node.args)
         function = self._callee(node.func)
         if function is carray:
             table, shape, dtype = node.args
@@ -238,10 +243,9 @@ class Translator(Expressions):
             return _Array(self.builder.bitcast(memory, element.as_pointer()), shape, dtype)
         if function is shaped_view:
             array = self._array_expression(node.args[0])
-            shape = _shape(node.args[1])
-            if array is None or math.prod(shape) != math.prod(array.shape):
-                raise Unsupported("shaped_view")
-            return _Array(array.pointer, shape, array.dtype)
+            if array is None:
+                raise Unsupported("shaped_view of what is not an array")
+            return _view(array, node.args[1:])
         return None
 
     def _element(self, node) -> tuple[_Array, list]:
@@ -318,6 +322,18 @@ class Translator(Expressions):
                 self._block(node.body)
 
 
+def _view(array: _Array, shape_arguments) -> _Array:
+    """``array`` (C-contiguous) seen with another shape: ``reshape(n)``, ``reshape(a, b)``
+    or ``reshape((a, b))``."""
+    if len(shape_arguments) == 1 and isinstance(shape_arguments[0], ast.Tuple):
+        shape = _shape(shape_arguments[0])
+    else:
+        shape = _shape(ast.Tuple(list(shape_arguments), ast.Load()))
+    if math.prod(shape) != math.prod(array.shape):
+        raise Unsupported("a reshape to another number of elements")
+    return _Array(array.pointer, shape, array.dtype)
+
+
 def _shape(node) -> tuple[int, ...]:
     shape = ast.literal_eval(node)
     if not (isinstance(shape, tuple) and all(isinstance(n, int) for n in shape)):
@@ -326,9 +342,11 @@ def _shape(node) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=512)  # ``llvm_ir`` shows what was compiled
-def translate(source: str, name: str) -> tuple[str, dict]:
-    """The unoptimised IR of the kernel ``name`` of ``source`` and the IR of the njit
-    functions it calls; ``Unsupported`` where the translation has no rule for its text."""
+def translate(source: str, name: str) -> tuple[str, dict, tuple]:
+    """The unoptimised IR of the kernel ``name`` of ``source``, the IR of the njit
+    functions it calls inline, and the helpers it calls by symbol (``external_name``);
+    ``Unsupported`` where the translation has no rule for its text."""
     with LOCK:
         translator = Translator(source, name)
-        return str(translator.module()), translator.libraries
+        text = str(translator.module())
+        return text, translator.libraries, tuple(translator.externals.values())

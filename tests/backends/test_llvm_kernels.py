@@ -213,8 +213,11 @@ def test_a_training_step_s_kernels_are_llvmlite_s_and_equal_numba_s(fresh, monke
     numbas = cpu.backend.compile(closed, "step_by_numba")
     assert numbas.compile_stats.llvmlite == 0
     flat = [*params, x]
+    # The same to the last bits but for the order of reassociable sums (block sums, whose
+    # vector order each compiler's loop vectoriser picks).
+    close = {"rtol": 2e-6, "atol": 1e-7} if dtype == np.float32 else {"rtol": 1e-14}
     for a, b in zip(ours(*flat), numbas(*flat), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), **close)
     interpreted = numbax.jit(numbax.value_and_grad(_training_step), backend="interpret")
     value, grads = interpreted(params, x)
     expected = [value, *grads]
@@ -252,3 +255,42 @@ def test_unsigned_and_narrow_integers_follow_numba_s_types():
         """,
         "integers",
     )
+
+
+_LARGE_PRODUCT = """
+import numpy as np
+import numbax
+from numbax.backends import cpu
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((8, 32, 256)).astype(np.float32)
+w = rng.standard_normal((256, 64)).astype(np.float32)
+closed = numbax.make_jaxpr(lambda x, w: np.tanh(x @ w))(x, w)
+executable = cpu.backend.compile(closed, "large_product")
+assert any("blocked_gemm" in unit.source for unit in executable.program.units)
+np.testing.assert_allclose(executable(x, w)[0], np.tanh(x @ w), rtol=2e-5, atol=2e-5)
+print(dict(executable.compile_stats.kernels), executable.compile_stats.llvmlite)
+"""
+
+
+def test_a_parallel_helper_is_called_by_symbol_also_from_a_new_process(tmp_path):
+    """A large product's unit calls ``gemm.blocked_gemm`` (a parallel ``njit`` helper) by
+    its symbol: compiled by llvmlite, and loaded from the disk cache in a new process,
+    which resolves the symbol there."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(tmp_path), NUMBAX_COMPILE_WORKERS="0")
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _LARGE_PRODUCT], env=env, capture_output=True, text=True
+        )
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    first, second = (run.stdout.split("\n")[-2] for run in runs)
+    count = int(first.split()[-1])
+    assert count >= 2 and first.startswith("{'compiled'")  # the product and the tanh
+    assert second == f"{{'disk': {count}}} {count}"
