@@ -15,7 +15,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .steps import CALL, COPY, LOOP, NEXT, SET, VIEW
+from .steps import CALL, COPY, LOOP, NEXT, POINT, SET, SWAP, VIEW
 
 
 @intrinsic
@@ -102,6 +102,14 @@ def _machine(codes, pointers, arena, addresses):
             counter = _int64_pointer(arena + codes[loop + 2])
             counter[0] += 1
             step = loop + 4 if counter[0] < codes[loop + 1] else step + 2
+        elif op == POINT:
+            _int64_pointer(arena + codes[step + 1])[0] = _address(codes, step + 2, pointers, arena)
+            step += 4
+        elif op == SWAP:
+            first = _int64_pointer(arena + codes[step + 1])
+            second = _int64_pointer(arena + codes[step + 2])
+            first[0], second[0] = second[0], first[0]
+            step += 3
 
 
 @functools.cache

@@ -36,13 +36,18 @@ table offset, steps...]``, each step one of
 - ``LOOP count counter length``, then the body, then ``NEXT back``: the body runs
   ``count`` times with the counter at arena byte ``counter`` going 0, 1, ...;
   ``length`` codes (the body and its ``NEXT``) are skipped when ``count`` is 0, and
-  ``NEXT`` jumps ``back`` codes to its ``LOOP`` while the count is not reached.
+  ``NEXT`` jumps ``back`` codes to its ``LOOP`` while the count is not reached;
+- ``POINT slot operand``: the pointer at arena byte ``slot`` becomes the operand's
+  address; ``SWAP slot slot``: two such pointers trade places.
 
 A ``scan`` (a ``fori_loop`` of fixed trip count is one) becomes: its carries copied
 into memory of their own, then the loop, whose body reads the carries, runs its kernels
 on memory of the arena that every iteration reuses, stores its ys rows, and copies the
 carries' new values in (a value that is another carry's memory staged first, so a body
-may swap its carries; a carry updated in place is not copied).
+may swap its carries; a carry updated in place is not copied). A carry whose next value
+is an array the body makes is not copied either: the carry and that array are two
+buffers that pointers in the arena point at (``POINT`` before the loop), which trade
+places (``SWAP``) at the end of each iteration.
 """
 
 from __future__ import annotations
@@ -55,7 +60,9 @@ from ...ir.core import Literal
 from .loopnest import tuple_source
 from .scalar import storage_dtype
 
-CALL, SET, COPY, VIEW, LOOP, NEXT = range(6)  # the machine's operations (``step_machine``)
+CALL, SET, COPY, VIEW, LOOP, NEXT, POINT, SWAP = range(
+    8
+)  # the machine's operations (``step_machine``)
 ALIGNMENT = 64  # bytes: each arena buffer starts on a cache line
 MACHINE_MODULE = "numbax.backends.cpu.step_machine"
 
@@ -270,6 +277,10 @@ class _Layout:
         self.nbytes: dict[str, int] = {}  # root -> bytes, for the roots the steps make
         self.pointers: dict[str, str] = {}  # a row's root -> the root of its pointer
         self.loops: dict[str, tuple[str, int, bool]] = {}  # step -> counter, count, reverse
+        # The roots made by the body of each loop being laid out, innermost last.
+        self.made: list[set[str]] = [set()]
+        # A carry's root -> the POINT steps before its loop (where it ping-pongs).
+        self.points: dict[str, list] = {}
         self.ops = self._ops(events)
 
     def _memory(self, label: str, nbytes: int) -> str:
@@ -278,6 +289,7 @@ class _Layout:
         while root in self.nbytes or root in self.pointers or root in self.arguments:
             root += "'"  # a name written again (a body written twice) is new memory
         self.nbytes[root] = nbytes
+        self.made[-1].add(root)
         return root
 
     def _at(self, operand):
@@ -309,12 +321,16 @@ class _Layout:
                 ):
                     source = self._at(value)  # before ``name`` is bound: it may be read
                     self.root[name] = (self._memory(name, nbytes), 0)
+                    self.points[self.root[name][0]] = []
+                    ops.append(("points", self.points[self.root[name][0]]))
                     ops.append(_assignment(self.root[name], source, nbytes))
             elif isinstance(event, _Nest):
                 loop = event.loop
                 counter = self._memory(f"{loop.step}#counter", 8)
                 self.loops[loop.step] = (counter, loop.count, loop.reverse)
+                self.made.append(set())
                 ops.append(("loop", loop.count, counter, self._ops(event.events)))
+                self.made.pop()
             elif isinstance(event, _Row):
                 self.root[event.name] = self._row(event.of, event.row_nbytes, event.step, ops)
             elif isinstance(event, _Store):
@@ -347,18 +363,48 @@ class _Layout:
         is staged into memory of its own first, so no copy reads a carry already
         written (a body may return its carries swapped)."""
         carries = {self.root[name][0] for name in event.names}
-        staged, copies = [], []
-        for name, result in zip(event.names, event.results, strict=True):
-            to, source = self.root[name], self._at(result)
-            nbytes = self.nbytes[to[0]]
+        sources = [self._at(result) for result in event.results]
+        staged, copies, swaps = [], [], []
+        for name, source in zip(event.names, sources, strict=True):
+            to = self.root[name]
+            nbytes = self.nbytes.get(to[0], 0)
             if source == to:  # updated in place, or passed through
+                continue
+            if self._swappable(to[0], source, nbytes, sources):
+                swaps.append(("swap", *self._ping_pong(to[0], source[0], nbytes)))
                 continue
             if not isinstance(source, Literal) and source[0] in carries:
                 staging = (self._memory(f"{name}#staged", nbytes), 0)
                 staged.append(("copy", staging, source, nbytes))
                 source = staging
             copies.append(_assignment(to, source, nbytes))
-        return staged + copies
+        return staged + copies + swaps
+
+    def _swappable(self, carry: str, source, nbytes: int, sources: list) -> bool:
+        """Whether the carry and its next value ``source`` may trade buffers: the value is
+        a whole array this loop's body makes (no view, no other carry's value, no memory
+        the loop does not own), of the carry's size."""
+        return (
+            not isinstance(source, Literal)
+            and carry in self.nbytes
+            and source[1] == 0
+            and source[0] in self.made[-1]
+            and source[0] not in self.pointers
+            and self.nbytes[source[0]] == nbytes
+            and sources.count(source) == 1
+        )
+
+    def _ping_pong(self, carry: str, value: str, nbytes: int) -> tuple[str, str]:
+        """Make ``carry`` and ``value`` memory that two pointers point at, each pointing at
+        a buffer of its own before the loop; the pointers' roots."""
+        pointers = []
+        for root in (carry, value):
+            del self.nbytes[root]
+            buffer = self._memory(f"{root}#buffer", nbytes)
+            self.pointers[root] = self._memory(f"{root}#pointer", 8)
+            self.points[carry].append(("point", self.pointers[root], (buffer, 0)))
+            pointers.append(self.pointers[root])
+        return pointers[0], pointers[1]
 
     def launcher(self):
         writer = self.writer
@@ -368,7 +414,7 @@ class _Layout:
             if isinstance(atom, Literal) or atom not in writer.names:
                 raise _NotSteps
             aval, (root, offset) = atom.aval, self.root.get(writer.names[atom], (None, 0))
-            if root is None or root in self.pointers:
+            if root is None:
                 raise _NotSteps
             nbytes = _nbytes(aval)
             if root in pooled:
@@ -449,6 +495,12 @@ class _Layout:
             elif kind == "copy":
                 _, to, source, nbytes = op
                 codes += [COPY, *self._operand(to), *self._operand(source), nbytes]
+            elif kind == "points":
+                codes += self._codes(op[1])
+            elif kind == "point":
+                codes += [POINT, self.place[op[1]][1], *self._operand(op[2])]
+            elif kind == "swap":
+                codes += [SWAP, self.place[op[1]][1], self.place[op[2]][1]]
             elif kind == "view":
                 _, pointer, base, counter, stride = op
                 at = self.place[pointer][1]
