@@ -323,6 +323,8 @@ class Expressions:
         if isinstance(node, ast.Name):
             if node.id in self.modules:
                 return self.modules[node.id]
+            if node.id in self.helpers:
+                return self.helpers[node.id]
             if node.id in ("range", "abs", "min", "max", "int", "float", "bool"):
                 return getattr(builtins, node.id)
             raise Unsupported(f"call of {node.id}")
@@ -337,6 +339,9 @@ class Expressions:
         if node.keywords:
             raise Unsupported("keyword arguments")
         function = self._callee(node.func)
+        if isinstance(function, ast.FunctionDef):
+            returned = self.inline(function, node.args)
+            return returned if returned is not None else (None, self.types.none)
         types = self.types
         if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             if node.func.value.id == "np" and node.func.attr in DTYPES:
@@ -418,19 +423,16 @@ class Expressions:
         result = codegen(self.context, self.builder, signature, converted)
         return result, signature.return_type
 
-    def _njit(self, function, arguments):
-        """A call of one of numbax's ``njit`` helpers, by Numba's calling convention: its
-        IR linked in (LLVM inlines it; a math function's loop vectorises), or, for a
-        parallel one, a call by symbol of the code Numba compiled and cached (its IR is
-        large and holds the parallel runtime's globals), resolved as the kernel loads."""
-        values = [self._operand(a) for a in arguments]
+    def _call_external(self, function, values) -> tuple:
+        """A call by symbol of the parallel helper ``function`` (``external_function``)."""
         argtypes = tuple(k for _, k in values)
-        if function.targetoptions.get("parallel"):
-            llvm_name, result = external_function(external_name(function, argtypes))
-            self.externals[llvm_name] = external_name(function, argtypes)
-        else:
-            llvm_name, result, text = library_function(function, argtypes)
-            self.libraries[llvm_name] = text
+        name = external_name(function, argtypes)
+        llvm_name, result = external_function(name)
+        self.externals[llvm_name] = name
+        return self._call_numba_function(llvm_name, result, values)
+
+    def _call_numba_function(self, llvm_name: str, result, values) -> tuple:
+        argtypes = tuple(k for _, k in values)
         call_conv = self.context.call_conv
         signature_type = call_conv.get_function_type(result, argtypes)
         callee = self.cgutils.get_or_insert_function(self.module_ir, signature_type, llvm_name)
@@ -438,6 +440,19 @@ class Expressions:
             self.builder, callee, result, argtypes, [v for v, _ in values]
         )
         return value, result
+
+    def _njit(self, function, arguments):
+        """A call of one of numbax's ``njit`` helpers, by Numba's calling convention: its
+        IR linked in (LLVM inlines it; a math function's loop vectorises), or, for a
+        parallel one, a call by symbol of the code Numba compiled and cached (its IR is
+        large and holds the parallel runtime's globals), resolved as the kernel loads."""
+        values = [self._operand(a) for a in arguments]
+        if function.targetoptions.get("parallel"):
+            return self._call_external(function, values)
+        argtypes = tuple(k for _, k in values)
+        llvm_name, result, text = library_function(function, argtypes)
+        self.libraries[llvm_name] = text
+        return self._call_numba_function(llvm_name, result, values)
 
     # conversions
 

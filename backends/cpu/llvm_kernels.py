@@ -110,7 +110,7 @@ def compiled(unit, cache_dir: str | None) -> Compiled | None:
     translation has no rule for its text (Numba compiles it)."""
     from ...config import config
 
-    if not config.llvm_kernels or unit.parallel:
+    if not config.llvm_kernels:
         return None
     llvm, machine, engine = _machine()
     path = _object_path(unit, cache_dir)

@@ -25,6 +25,7 @@ from .llvm_expressions import (
     numba_parts,
     numba_type,
 )
+from .parallel_chunks import run_chunks
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ class Translator(Expressions):
         self.constants: dict[str, tuple] = {}  # module-level name -> (numba type, value)
         self.libraries: dict[str, str] = {}  # llvm name -> IR of a linked njit function
         self.externals: dict[str, tuple] = {}  # llvm name -> a helper called by symbol
+        self.helpers: dict[str, ast.FunctionDef] = {}  # functions the kernel calls inline
+        self.loop_depth = 0
+        self.returned = None  # (value, type) of an inlined function's ``return``
         self.function = None
         for statement in self.tree.body:
             self._module_statement(statement)
@@ -71,15 +75,15 @@ class Translator(Expressions):
             (target,) = statement.targets
             if not isinstance(target, ast.Name):
                 raise Unsupported("module-level assignment")
-            if target.id == "PARALLEL":
-                if statement.value.value is not False:
-                    raise Unsupported("a parallel kernel")
-            elif target.id != "SIGNATURE":
+            if target.id not in ("PARALLEL", "SIGNATURE"):
                 self.constants[target.id] = self._constant(statement.value)
         elif isinstance(statement, ast.FunctionDef):
-            if statement.name != self.name or self.function is not None:
+            if statement.name == self.name:
+                self.function = statement
+            elif statement.name == f"{self.name}_loops":  # a parallel kernel's loops
+                self.helpers[statement.name] = statement
+            else:
                 raise Unsupported(f"function {statement.name}")
-            self.function = statement
         else:
             raise Unsupported(f"module statement {ast.dump(statement)[:60]}")
 
@@ -139,11 +143,15 @@ class Translator(Expressions):
         (parameter,) = [a.arg for a in self.function.args.args]
         self.table_name = parameter
         self.scratch: list = []
+        self.inlining = False
         self._block(self.function.body)
-        for memory in self.scratch:
-            self.builder.call(self._c_function("free"), [memory])
+        self._free_scratch()
         self.builder.ret_void()
         return module
+
+    def _free_scratch(self) -> None:
+        for memory in self.scratch:
+            self.builder.call(self._c_function("free"), [memory])
 
     def _c_function(self, name: str):
         pointer = ir.IntType(8).as_pointer()
@@ -155,9 +163,34 @@ class Translator(Expressions):
 
     def _block(self, statements) -> None:
         for statement in statements:
-            if self.builder.block.is_terminated:
+            if self.returned is not None:
                 raise Unsupported("code after a return")
             self._statement(statement)
+
+    def inline(self, function: ast.FunctionDef, arguments) -> tuple | None:
+        """The call of a function of the kernel's module (a parallel kernel's loops),
+        written in place: its parameters bound to the arguments' arrays and values; what
+        it returns, or None."""
+        if self.inlining or self.loop_depth:
+            raise Unsupported("a call of the kernel's loops inside a loop or another call")
+        parameters = [a.arg for a in function.args.args]
+        if len(parameters) != len(arguments):
+            raise Unsupported(f"a call of {function.name} with other arguments")
+        scope = {}
+        for parameter, argument in zip(parameters, arguments, strict=True):
+            array = self._array_expression(argument)
+            if array is None:
+                value, kind = self._expression(argument)
+                slot = self.cgutils.alloca_once_value(self.builder, value, name=parameter)
+                array = Scalar(slot, kind)
+            scope[parameter] = array
+        outer, self.scope, self.inlining = self.scope, scope, True
+        try:
+            self._block(function.body)
+            returned, self.returned = self.returned, None
+        finally:
+            self.scope, self.inlining = outer, False
+        return returned
 
     def _statement(self, node) -> None:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -173,6 +206,8 @@ class Translator(Expressions):
             self._call(node.value)
         elif isinstance(node, ast.Pass):
             pass
+        elif isinstance(node, ast.Return) and self.inlining and node.value is not None:
+            self.returned = self._expression(node.value)
         else:
             raise Unsupported(f"statement {type(node).__name__}")
 
@@ -214,6 +249,13 @@ class Translator(Expressions):
         """The array ``node`` makes or names; None where it is a scalar expression."""
         if isinstance(node, ast.Name) and isinstance(self.scope.get(node.id), _Array):
             return self.scope[node.id]
+        if isinstance(node, ast.Subscript):  # ``x[i]`` of a 2-d ``x``: a row, in place
+            array = self._array_expression(node.value)
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if array is None or len(items) >= len(array.shape):
+                return None
+            pointer = self._address(array, self._indices(array, items))
+            return _Array(pointer, array.shape[len(items) :], array.dtype)
         if not isinstance(node, ast.Call):
             return None
         if isinstance(node.func, ast.Attribute) and node.func.attr == "reshape":
@@ -235,6 +277,8 @@ class Translator(Expressions):
         if function is np.empty:
             # The kernel's own array, on the heap as Numba's is (on the stack, LLVM's
             # analyses of a large array cost more than the kernel's whole compile).
+            if self.loop_depth:
+                raise Unsupported("an array allocated in a loop")
             shape, dtype = _shape(node.args[0]), numba_type(self._np_dtype(node.args[1]))
             element = self.context.get_data_type(dtype)
             size = int64(max(1, math.prod(shape)) * itemsize(dtype))
@@ -257,8 +301,14 @@ class Translator(Expressions):
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if len(items) != len(array.shape):
             raise Unsupported("an index of another rank")
+        return array, self._indices(array, items)
+
+    def _indices(self, array: _Array, items) -> list:
+        """The leading indices ``items`` of ``array``, wrapped where negative (Numba's)."""
         index = []
-        for item, n in zip(items, array.shape, strict=True):
+        for item, n in zip(items, array.shape, strict=False):
+            if isinstance(item, ast.Slice):
+                raise Unsupported("a slice")
             value, kind = self._expression(item)
             if not isinstance(kind, self.types.Integer):
                 raise Unsupported("an index that is not an integer")
@@ -267,14 +317,18 @@ class Translator(Expressions):
                 negative = self.builder.icmp_signed("<", value, int64(0))
                 value = self.builder.select(negative, self.builder.add(value, int64(n)), value)
             index.append(value)
-        return array, index
+        return index
 
-    def _address(self, array: _Array, index: list):
+    def _offset(self, array: _Array, index: list):
+        """The element offset of the leading ``index`` into ``array``."""
         offset = None
-        for value, stride in zip(index, array.strides, strict=True):
+        for value, stride in zip(index, array.strides, strict=False):
             term = value if stride == 1 else self.builder.mul(value, int64(stride))
             offset = term if offset is None else self.builder.add(offset, term)
-        return self.builder.gep(array.pointer, [offset if offset is not None else int64(0)])
+        return int64(0) if offset is None else offset
+
+    def _address(self, array: _Array, index: list):
+        return self.builder.gep(array.pointer, [self._offset(array, index)])
 
     # control flow
 
@@ -282,7 +336,8 @@ class Translator(Expressions):
         if node.orelse or not isinstance(node.target, ast.Name):
             raise Unsupported("a for loop with else or a target that is not a name")
         call = node.iter
-        if not (isinstance(call, ast.Call) and self._callee(call.func) in (range, prange)):
+        kind = self._callee(call.func) if isinstance(call, ast.Call) else None
+        if kind not in (range, prange):
             raise Unsupported("a loop over what is not a range")
         bounds = [self._cast(*self._expression(a), self.types.int64) for a in call.args]
         if len(bounds) == 1:
@@ -293,6 +348,14 @@ class Translator(Expressions):
             if not isinstance(bounds[2], ir.Constant) or bounds[2].constant == 0:
                 raise Unsupported("a range whose step is not a nonzero constant")
             step = bounds[2].constant
+        if kind is prange and self.loop_depth == 0:
+            if step != 1:
+                raise Unsupported("a prange with a step")
+            self._parallel_for(node, start, stop)
+        else:  # a prange in a parallel loop runs in its thread, as Numba's does
+            self._loop(node, start, stop, step)
+
+    def _loop(self, node, start, stop, step: int) -> None:
         builder = self.builder
         counter = self.cgutils.alloca_once_value(builder, start)
         header = builder.append_basic_block("loop_header")
@@ -304,10 +367,72 @@ class Translator(Expressions):
         builder.cbranch(builder.icmp_signed("<" if step > 0 else ">", index, stop), body, done)
         builder.position_at_end(body)
         self._store_local(node.target.id, index, self.types.int64)
+        self.loop_depth += 1
         self._block(node.body)
+        self.loop_depth -= 1
         builder.store(builder.add(builder.load(counter), int64(step)), counter)
         builder.branch(header)
         builder.position_at_end(done)
+
+    def _parallel_for(self, node, start, stop) -> None:
+        """A ``prange`` loop: its body a function of its own over a piece of the range,
+        run on Numba's threads by ``parallel_chunks.run_chunks``; the arrays and scalars
+        it reads passed in a structure (``environment``). Names the loop assigns are its
+        iterations' own; one the kernel also holds outside the loop is refused (Numba's
+        parfor reductions: numbax's kernels write none)."""
+        first = _first_uses(node)
+        assigned = {name for name, use in first.items() if use is ast.Store}
+        carried = {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        } - assigned
+        if carried & set(self.scope):  # read, then assigned: carried between iterations
+            raise Unsupported("a prange loop carrying a value between its iterations")
+        captured = [name for name in sorted(set(first) - assigned) if name in self.scope]
+        values, types = [], []
+        for name in captured:
+            local = self.scope[name]
+            value = local.pointer if isinstance(local, _Array) else self.builder.load(local.slot)
+            values.append(value)
+            types.append(value.type)
+        environment_type = ir.LiteralStructType(types)
+        environment = self.cgutils.alloca_once(self.builder, environment_type)
+        for k, value in enumerate(values):
+            self.builder.store(
+                value, self.builder.gep(environment, [int64(0), ir.Constant(ir.IntType(32), k)])
+            )
+        pointer, i64 = ir.IntType(8).as_pointer(), ir.IntType(64)
+        chunk = ir.Function(
+            self.module_ir,
+            ir.FunctionType(ir.VoidType(), [pointer, i64, i64]),
+            f"{self.name}_chunk_{len(self.module_ir.functions)}",
+        )
+        chunk.linkage = "internal"
+        outer = (self.builder, self.scope, self.scratch)
+        self.builder = ir.IRBuilder(chunk.append_basic_block("entry"))
+        self.scope, self.scratch = {}, []
+        fields = self.builder.bitcast(chunk.args[0], environment_type.as_pointer())
+        for k, name in enumerate(captured):
+            field = self.builder.load(self.builder.gep(fields, [int64(0), _field(k)]))
+            local = outer[1][name]
+            if isinstance(local, _Array):
+                self.scope[name] = _Array(field, local.shape, local.dtype)
+            else:
+                self.scope[name] = Scalar(
+                    self.cgutils.alloca_once_value(self.builder, field), local.type
+                )
+        self._loop(node, chunk.args[1], chunk.args[2], 1)
+        self._free_scratch()
+        self.builder.ret_void()
+        self.builder, self.scope, self.scratch = outer
+        self._call_external(
+            run_chunks,
+            [
+                (self.builder.ptrtoint(chunk, i64), self.types.int64),
+                (self.builder.ptrtoint(environment, i64), self.types.int64),
+                (start, self.types.int64),
+                (stop, self.types.int64),
+            ],
+        )
 
     def _if(self, node) -> None:
         condition = self._truth(*self._expression(node.test))
@@ -320,6 +445,43 @@ class Translator(Expressions):
         else:
             with self.builder.if_then(condition):
                 self._block(node.body)
+
+
+def _first_uses(loop: ast.For) -> dict:
+    """Each name of ``loop`` (its target included) and how it is first used, in the order
+    the statements run: ``ast.Store`` or ``ast.Load``."""
+    first: dict = {}
+
+    class Order(ast.NodeVisitor):
+        def visit_Name(self, node):
+            first.setdefault(node.id, type(node.ctx))
+
+        def visit_Assign(self, node):
+            self.visit(node.value)
+            for target in node.targets:
+                self.visit(target)
+
+        def visit_AugAssign(self, node):
+            self.visit(
+                ast.Name(node.target.id, ast.Load())
+                if isinstance(node.target, ast.Name)
+                else node.target
+            )
+            self.visit(node.value)
+            self.visit(node.target)
+
+        def visit_For(self, node):
+            self.visit(node.iter)
+            self.visit(node.target)
+            for statement in node.body:
+                self.visit(statement)
+
+    Order().visit(loop)
+    return first
+
+
+def _field(k: int) -> ir.Constant:
+    return ir.Constant(ir.IntType(32), k)
 
 
 def _view(array: _Array, shape_arguments) -> _Array:

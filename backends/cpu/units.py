@@ -538,7 +538,7 @@ def _compile_loops(module, name: str) -> None:
 def llvm_ir(unit: Unit) -> str:
     """The optimised LLVM IR of ``unit``'s kernel, compiled afresh in memory (code loaded
     from the disk cache keeps no IR): llvmlite's where it compiles the kernel."""
-    if config.llvm_kernels and not unit.parallel:
+    if config.llvm_kernels:
         text = llvm_kernels.llvm_ir(unit)
         if text is not None:
             return text

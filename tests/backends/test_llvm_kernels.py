@@ -170,8 +170,8 @@ def test_negative_indices_wrap_as_numba_s_do_and_scalars_pass_by_the_table():
 
 
 def test_what_the_translation_does_not_know_is_refused():
-    source = _HEADER.replace("PARALLEL = False", "PARALLEL = True") + "def k(args):\n    pass\n"
-    with pytest.raises(Unsupported, match="parallel"):
+    source = _HEADER + "def k(args):\n    while False:\n        pass\n"
+    with pytest.raises(Unsupported, match="While"):
         llvm_kernels.translate(source, "k")
     sliced = _HEADER + (
         "def k(args):\n    a = carray(args[0], (4,), np.float32)\n    a[1:3] = a[0:2]\n"
@@ -294,3 +294,52 @@ def test_a_parallel_helper_is_called_by_symbol_also_from_a_new_process(tmp_path)
     count = int(first.split()[-1])
     assert count >= 2 and first.startswith("{'compiled'")  # the product and the tanh
     assert second == f"{{'disk': {count}}} {count}"
+
+
+def test_a_parallel_kernel_runs_its_prange_on_numba_s_threads():
+    """A parallel kernel's loops (``NAME_loops``, a ``prange``) compiled by llvmlite: the
+    body a chunk function run by ``parallel_chunks.run_chunks``; rows of scratch taken in
+    place, names assigned in the body private to each iteration."""
+    source = _HEADER.replace("PARALLEL = False", "PARALLEL = True") + textwrap.dedent(
+        """
+            def parallel_loops(a, o, s):
+                scratch = np.empty((16, 5), np.float64)
+                for i in range(5):
+                    s[i] = np.float32(0.0)
+                for chunk in prange(16):
+                    row = scratch[chunk]
+                    for i in range(5):
+                        row[i] = _k0
+                    for r in range(chunk * 2, min((chunk + 1) * 2, 31)):
+                        for i in range(5):
+                            x = a[r, i] * _k2
+                            o[r, i] = fm.tanh_f32(x)
+                            row[i] = nbx.add_reassoc(row[i], np.float64(x))
+                for chunk in range(16):
+                    row = scratch[chunk]
+                    for i in range(5):
+                        s[i] = s[i] + np.float32(row[i])
+
+
+            def parallel(args):
+                a = carray(args[0], (31, 5), np.float32)
+                o = carray(args[1], (31, 5), np.float32)
+                s = carray(args[2], (5,), np.float32)
+                parallel_loops(a, o, s)
+            """
+    )
+    _, machine, _ = llvm_kernels._machine()
+    text, _, externals = llvm_kernels.translate(source, "parallel")
+    assert [name[1] for name in externals] == ["run_chunks"]
+    ours = llvm_kernels._load(
+        machine.emit_object(llvm_kernels.optimised(source, "parallel")), "parallel"
+    )
+    module = load_module(source, f"test_llvm_parallel_{abs(hash(source))}", None)
+    numbas = units._cfunc(module, "parallel", False)
+    first, second = _inputs(source), _inputs(source)
+    _run(ours, first)
+    _run(numbas.address, second)
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)
+    a = _inputs(source)[0]
+    np.testing.assert_allclose(first[1][:31], np.tanh(a * np.float32(2.5)), rtol=1e-5)
