@@ -13,9 +13,9 @@ would oversubscribe the cores next to ours in parallel kernels, and waking it fo
 product costs more than the product. A large product (``PARALLEL_FLOPS``) is split into
 blocks, one single-threaded BLAS call per thread of the call's parallel loops, in one
 ``prange`` (``gemm.blocked_gemm``, compiled once, not a parallel loop in every product
-unit): of rows, or of the depth where the blocks then read less
-(``split_by_depth``: a weight gradient's long contraction, each block's sum in an array
-of its own, added up in block order). OpenBLAS's own threads are not used: after a call
+unit): of rows, of columns, or of the depth, whichever has the blocks read least
+(``split_of``: a weight gradient's long contraction by depth, each block's sum in an
+array of its own, added up in block order). OpenBLAS's own threads are not used: after a call
 they spin for their next one, and on a machine whose cores are busy with other work a
 two-thread OpenBLAS product waited for one of the scheduler's time slices (0.24 ms
 became 8 or 16 ms), where Numba's threads sleep until woken. A fused epilogue runs in the
@@ -41,7 +41,9 @@ from .scalar import dtype_source
 # Products of at least this many flops run on all threads.
 PARALLEL_FLOPS = 1 << 23
 MIN_ROWS = 32
-# The thread count a product unit's split is chosen for (``split_by_depth``): the source
+# How a large product's blocks split it (``split_of``, ``gemm.blocked_gemm``).
+ROWS, DEPTH, COLUMNS = 0, 1, 2
+# The thread count a product unit's split is chosen for (``split_of``): the source
 # is the same whatever the machine; two threads is the least that splits at all.
 SPLIT_THREADS = 2
 THREADS_MODULE = "numbax.backends.cpu.threads"
@@ -257,25 +259,32 @@ def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_av
         return [*lines, indent + call]
     # A large product: blocks on the call's threads, one single-threaded call each.
     blocked = program.function(GEMM_MODULE, "blocked_gemm")
-    by_depth = split_by_depth(rows, columns, depth, SPLIT_THREADS)
+    split = split_of(rows, columns, depth, SPLIT_THREADS)
     flat = [f"{name}.reshape({aval.size})" for name, aval in ((lhs, lhs_aval), (rhs, rhs_aval))]
     flat.append(f"{out}.reshape({out_aval.size})")
     call = (
         f"{blocked}({', '.join(flat)}, ({', '.join(starts)}), {flags}, "
-        f"({rows}, {columns}, {depth}), {leading}, {by_depth}, {_threads(program)}, {MIN_ROWS})"
+        f"({rows}, {columns}, {depth}), {leading}, {split}, {_threads(program)}, {MIN_ROWS})"
     )
     return [*lines, indent + call]
 
 
-def split_by_depth(rows: int, columns: int, depth: int, threads: int) -> bool:
-    """Whether a large product's blocks split its depth (each block a product over its
-    share of the depth into an array of its own, the blocks' arrays then added) rather
-    than its rows, by the elements each block reads and writes: a weight gradient
-    (72 x 18432 @ 18432 x 16) reads its share of both operands split by depth, but the
-    whole right operand and the left one's columns strided split by rows."""
-    by_rows = rows * depth / threads + depth * columns
-    by_depth = (rows * depth + depth * columns) / threads + rows * columns * (threads + 1)
-    return by_depth < by_rows and depth >= threads * MIN_ROWS
+def split_of(rows: int, columns: int, depth: int, threads: int) -> int:
+    """How a large product's blocks split it (``ROWS``, ``COLUMNS`` or ``DEPTH``):
+    the split whose blocks each read and write the fewest elements, every block packing
+    what it reads. Blocks of rows each read all of ``op(b)``, which an MLP's
+    64 x 784 @ 784 x 512 packed twice; blocks of columns each read all of ``op(a)``;
+    blocks of the depth read their share of both but write a whole product each, then
+    added (a weight gradient, 72 x 18432 @ 18432 x 16). A split needs ``MIN_ROWS`` per
+    block."""
+    costs = {
+        ROWS: rows * depth / threads + depth * columns,
+        COLUMNS: rows * depth + depth * columns / threads,
+        DEPTH: (rows * depth + depth * columns) / threads + rows * columns * (threads + 1),
+    }
+    extents = {ROWS: rows, COLUMNS: columns, DEPTH: depth}
+    allowed = [split for split, extent in extents.items() if extent >= threads * MIN_ROWS]
+    return min(allowed or [ROWS], key=lambda split: costs[split])
 
 
 def _large(out_aval, depth: int) -> bool:

@@ -20,6 +20,8 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import get_cython_function_address, intrinsic
 
+from .contraction import COLUMNS, DEPTH
+
 for _name in ("sgemm", "dgemm"):
     llvm.add_symbol(
         f"numbax_{_name}", get_cython_function_address("scipy.linalg.cython_blas", _name)
@@ -33,7 +35,8 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
     elements apart, or stored transposed (``depth`` x ``rows``, rows of ``rows``
     elements ``leading[0]`` apart) where ``transposed[0]``; ``op(b)`` is ``depth`` x
     ``columns``, likewise; ``c`` is ``rows`` x ``columns`` from ``offsets[2]``, its rows
-    ``columns`` apart. ``sizes`` is (rows, columns, depth). Only the arrays' data
+    ``columns`` apart, or ``leading[2]`` where ``leading`` has three entries. ``sizes``
+    is (rows, columns, depth). Only the arrays' data
     pointers are read, so a kernel passes its arrays whole and a batch's matrix, or a
     strided view of one (``x.transpose(0, 2, 1, 3)``'s), by its offset and leading
     dimension: BLAS reads it where it lies."""
@@ -56,7 +59,8 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             for t, v, start in zip(signature.args[:3], values[:3], starts, strict=True)
         ]
         m, n, k = (builder.trunc(v, i32) for v in cgutils.unpack_tuple(builder, values[5]))
-        lda, ldb = (builder.trunc(v, i32) for v in cgutils.unpack_tuple(builder, values[6]))
+        strides = [builder.trunc(v, i32) for v in cgutils.unpack_tuple(builder, values[6])]
+        lda, ldb, ldc = (*strides, n)[:3]
         a_t, b_t = cgutils.unpack_tuple(builder, values[4])
 
         def by_reference(value):  # in the entry block: the call may sit in a loop
@@ -81,7 +85,7 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             by_reference(lda),
             by_reference(ir.Constant(real, 0.0)),
             builder.bitcast(data[2], pointer),
-            by_reference(n),
+            by_reference(ldc),
         ]
         function_type = ir.FunctionType(ir.VoidType(), [x.type for x in arguments])
         function = cgutils.get_or_insert_function(builder.module, function_type, symbol)
@@ -92,21 +96,22 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
 
 
 @njit(parallel=True, cache=True, error_model="numpy", no_cfunc_wrapper=True)
-def blocked_gemm(a, b, c, offsets, transposed, sizes, leading, by_depth, threads, least):
+def blocked_gemm(a, b, c, offsets, transposed, sizes, leading, split, threads, least):
     """``gemm`` split into blocks, one single-threaded call per block in one ``prange``:
-    blocks of ``op(a)``'s rows, or with ``by_depth`` of the depth, each block's product
-    into an array of its own, added into ``c`` in block order. At most ``threads``
-    blocks of at least ``least`` rows (or depth). The arrays are one-dimensional (the
-    product units pass their arrays flattened): one compiled function per dtype, kept in
-    Numba's disk cache, which every large product unit calls instead of running a
-    parallel loop of its own (a unit with a ``prange`` took 0.6 s longer to compile)."""
+    blocks of ``op(a)``'s rows, of ``op(b)``'s columns, or of the depth (each block's
+    product into an array of its own, added into ``c`` in block order), as ``split``
+    says. At most ``threads`` blocks of at least ``least`` rows, columns or depth. The
+    arrays are one-dimensional (the product units pass their arrays flattened): one
+    compiled function per dtype, kept in Numba's disk cache, which every large product
+    unit calls instead of running a parallel loop of its own (a unit with a ``prange``
+    took 0.6 s longer to compile)."""
     rows, columns, depth = sizes
     a_transposed, b_transposed = transposed
     a_leading, b_leading = leading
-    extent = depth if by_depth else rows
+    extent = depth if split == DEPTH else columns if split == COLUMNS else rows
     blocks = max(1, min(threads, extent // max(least, 1)))
     step = (extent + blocks - 1) // blocks
-    if by_depth:
+    if split == DEPTH:
         size = rows * columns
         partial = np.empty(blocks * size, c.dtype)
         for block in prange(blocks):
@@ -121,10 +126,18 @@ def blocked_gemm(a, b, c, offsets, transposed, sizes, leading, by_depth, threads
         for other in range(1, blocks):
             for i in range(size):
                 c[offsets[2] + i] += partial[other * size + i]
-        return
-    for block in prange(blocks):
-        low = min(block * step, rows)
-        high = min(low + step, rows)
-        a_start = offsets[0] + (low if a_transposed else low * a_leading)
-        starts = (a_start, offsets[1], offsets[2] + low * columns)
-        gemm(a, b, c, starts, transposed, (high - low, columns, depth), leading)
+    elif split == COLUMNS:
+        for block in prange(blocks):
+            low = min(block * step, columns)
+            high = min(low + step, columns)
+            b_start = offsets[1] + (low * b_leading if b_transposed else low)
+            starts = (offsets[0], b_start, offsets[2] + low)
+            whole_rows = (a_leading, b_leading, columns)
+            gemm(a, b, c, starts, transposed, (rows, high - low, depth), whole_rows)
+    else:
+        for block in prange(blocks):
+            low = min(block * step, rows)
+            high = min(low + step, rows)
+            a_start = offsets[0] + (low if a_transposed else low * a_leading)
+            starts = (a_start, offsets[1], offsets[2] + low * columns)
+            gemm(a, b, c, starts, transposed, (high - low, columns, depth), leading)

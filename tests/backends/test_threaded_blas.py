@@ -2,9 +2,9 @@
 call per block in one ``prange`` (``gemm.blocked_gemm``, one compiled function that every
 large product unit calls), never on OpenBLAS's own threads (they spin after a call, and
 where the cores are busy a two-thread product waited for the scheduler's next time
-slice): blocks of rows, or of the depth where that reads less
-(``contraction.split_by_depth``: a weight gradient), each block's sum then added in block
-order. Operands BLAS cannot read where they lie are copied, then split into blocks of
+slice): blocks of rows, of columns, or of the depth, whichever reads least
+(``contraction.split_of``: a weight gradient by its depth, each block's sum then added in
+block order). Operands BLAS cannot read where they lie are copied, then split into blocks of
 rows in the launcher. Values against the interpreter, or float64 NumPy."""
 
 from __future__ import annotations
@@ -63,35 +63,44 @@ def test_large_products_are_units_in_blocks_on_the_calls_threads(large):
 
 
 def test_the_product_path_does_not_depend_on_openblas_thread_controls(large, monkeypatch):
+    """The same code where numbax cannot set its BLAS's threads (not run here: SciPy's
+    OpenBLAS would then run on its own threads inside each block)."""
     with_controls = _check(_inputs())
     monkeypatch.setattr(blas, "AVAILABLE", False)
-    assert _check(_inputs()) == with_controls
+    assert numbax.jit(_update, backend="cpu").lower(*_inputs()).source() == with_controls
 
 
 @pytest.mark.parametrize("depth", [600, 601])  # blocks of the depth, the last one shorter
-def test_a_weight_gradient_is_split_by_its_depth(large, depth):
+def test_a_product_is_split_by_rows_columns_or_depth(large, depth):
     """``x.T @ g`` over a long batch (9 x depth @ depth x 4) sums each block's depth into
-    an array of its own; ``x @ w`` (depth x 9 @ 9 x 4) is split by rows."""
+    an array of its own; ``x @ w`` (depth x 9 @ 9 x 4) is split by rows; ``y @ v``
+    (4 x 100 @ 100 x 80, few rows) by columns."""
     rng = np.random.default_rng(depth)
     x = rng.standard_normal((depth, 9)).astype(np.float32)
     g = rng.standard_normal((depth, 4)).astype(np.float32)
     w = rng.standard_normal((9, 4)).astype(np.float32)
-    jitted = numbax.jit(lambda x, g, w: (x.T @ g, x @ w))
-    gradient, forward = jitted(x, g, w)
+    y = rng.standard_normal((4, 100)).astype(np.float32)
+    v = rng.standard_normal((100, 80)).astype(np.float32)
+    jitted = numbax.jit(lambda x, g, w, y, v: (x.T @ g, x @ w, y @ v))
+    gradient, forward, few_rows = jitted(x, g, w, y, v)
     wide = x.astype(np.float64)
     np.testing.assert_allclose(gradient, wide.T @ g, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(forward, wide @ w, rtol=1e-4, atol=1e-4)
-    units = _product_units(jitted.lower(x, g, w).source())
-    (by_depth,) = [unit for unit in units if f"(9, 4, {depth}), (9, 4), True," in unit]
-    (by_rows,) = [unit for unit in units if f"({depth}, 4, 9), (9, 4), False," in unit]
-    assert "blocked_gemm" in by_depth and "blocked_gemm" in by_rows
+    np.testing.assert_allclose(few_rows, y.astype(np.float64) @ v, rtol=1e-4, atol=1e-4)
+    source = jitted.lower(x, g, w, y, v).source()
+    rows, depth_, columns = contraction.ROWS, contraction.DEPTH, contraction.COLUMNS
+    assert f"(9, 4, {depth}), (9, 4), {depth_}," in source, source
+    assert f"({depth}, 4, 9), (9, 4), {rows}," in source, source
+    assert f"(4, 80, 100), (100, 80), {columns}," in source, source
 
 
-def test_split_by_depth_where_the_blocks_read_less():
-    assert contraction.split_by_depth(72, 16, 18432, 2)  # a CNN's weight gradient
-    assert not contraction.split_by_depth(18432, 16, 72, 2)  # its forward product
-    assert not contraction.split_by_depth(784, 512, 256, 2)  # an MLP's x.T @ g
-    assert not contraction.split_by_depth(4, 4, 40, 2)  # cheaper, but too short to split
+def test_split_of_where_the_blocks_read_least():
+    split_of = contraction.split_of
+    assert split_of(72, 16, 18432, 2) == contraction.DEPTH  # a CNN's weight gradient
+    assert split_of(18432, 16, 72, 2) == contraction.ROWS  # its forward product
+    assert split_of(64, 512, 784, 2) == contraction.COLUMNS  # an MLP's first layer, batch 64
+    assert split_of(784, 512, 256, 2) == contraction.ROWS  # its x.T @ g, batch 256
+    assert split_of(4, 4, 40, 2) == contraction.ROWS  # too small to split otherwise
 
 
 def test_a_large_product_of_operands_blas_cannot_read_in_place_is_split_into_row_blocks(large):
