@@ -487,8 +487,11 @@ _LIBRARY: dict = {}  # (dispatcher id, argtypes) -> (llvm name, return type, IR 
 
 def library_function(function, argtypes) -> tuple:
     """``function``'s optimised IR for ``argtypes``, compiled once per installation: Numba
-    keeps none for code it loads from its disk cache, so the IR is kept in numbax's."""
-    from ...config import config
+    keeps none for code it loads from its disk cache, so the IR is kept beside the cache
+    Numba keeps of numbax's own helpers (in the package's ``__pycache__``, or where Numba
+    finds a writable folder): it is numbax's runtime, not the user's programs' code."""
+    from numba.core.caching import FunctionCache
+
     from .cache import program_key
 
     memory_key = (function.py_func.__module__, function.py_func.__qualname__, argtypes)
@@ -501,13 +504,11 @@ def library_function(function, argtypes) -> tuple:
             return found
         name = f"{memory_key[0]}.{memory_key[1]}{argtypes}"
         key = program_key(name + host())
-        path = None
-        if config.cache_dir is not None:
-            path = Path(config.cache_dir) / "cpu" / f"{LIBRARY_PREFIX}{key}.pickle"
-            try:
-                found = pickle.loads(path.read_bytes())
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-                found = None
+        path = Path(FunctionCache(function.py_func)._cache_path) / f"{LIBRARY_PREFIX}{key}.pickle"
+        try:
+            found = pickle.loads(path.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            found = None
         if found is None:
             from numba import njit
 
@@ -522,8 +523,7 @@ def library_function(function, argtypes) -> tuple:
                 overload.signature.return_type,
                 overload.library.get_llvm_str(),
             )
-            if path is not None:
-                stored(path, pickle.dumps(found))
+            stored(path, pickle.dumps(found))
         _LIBRARY[memory_key] = found
         return found
 

@@ -13,6 +13,7 @@ import numpy as np
 from llvmlite import ir
 from numba import carray, prange
 
+from . import fastmath
 from .intrinsics import shaped_view
 from .llvm_expressions import (
     DTYPES,
@@ -26,6 +27,7 @@ from .llvm_expressions import (
     numba_type,
 )
 from .parallel_chunks import run_chunks
+from .scalar import MATHLIB
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,10 @@ class Translator(Expressions):
             local = alias.asname or alias.name
             if isinstance(statement, ast.Import):
                 self.modules[local] = importlib.import_module(alias.name)
+            elif (statement.module, alias.name) == (MATHLIB, "functions"):
+                # Numba kernels call ``mathlib``'s wrappers (each compiled and cached once
+                # for them); a translated kernel links the functions they wrap.
+                self.modules[local] = fastmath
             else:
                 module = importlib.import_module(statement.module)
                 value = getattr(module, alias.name, None)

@@ -4,9 +4,9 @@ A parallel kernel's ``prange`` loop becomes a function of its own, ``chunk(envir
 start, stop)``, that runs the loop's iterations ``start`` to ``stop`` over the values the
 loop reads (arrays' data and scalars, stored in ``environment``). ``run_chunks`` runs
 it on Numba's threads: one ``prange`` over as many pieces of the range as the call may
-use threads (``numba.get_num_threads``, which the executable sets for each call,
-``threads.py``), each a call of ``chunk`` by its address. It is compiled once per
-installation and kept in Numba's disk cache; a kernel calls it by symbol
+use threads (``threads.numba_threads``, which the executable sets for each call), each
+a call of ``chunk`` by its address. It is compiled once per installation and kept in
+Numba's disk cache; a kernel calls it by symbol
 (``llvm_expressions.external_function``), so each parallel kernel costs llvmlite's compile
 of its loops, not Numba's parfor pipeline (0.5-1 s a kernel).
 """
@@ -14,8 +14,10 @@ of its loops, not Numba's parfor pipeline (0.5-1 s a kernel).
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import get_num_threads, njit, prange, types
+from numba import njit, prange, types
 from numba.extending import intrinsic
+
+from .threads import numba_threads
 
 
 @intrinsic
@@ -38,7 +40,7 @@ def _call_chunk(typingctx, chunk, environment, start, stop):
 def run_chunks(chunk, environment, start, stop):
     """``chunk(environment, a, b)`` over pieces of ``[start, stop)``, one per thread."""
     extent = stop - start
-    pieces = max(1, min(get_num_threads(), extent))
+    pieces = max(1, min(numba_threads(), extent))
     for piece in prange(pieces):
         low = start + extent * piece // pieces
         high = start + extent * (piece + 1) // pieces
