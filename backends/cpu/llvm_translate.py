@@ -426,6 +426,11 @@ class Translator(Expressions):
                 self.scope[name] = Scalar(
                     self.cgutils.alloca_once_value(self.builder, field), local.type
                 )
+        if isinstance(start, ir.Constant) and start.constant >= 0:
+            # The pieces lie in the range, whose indices are then never negative: LLVM
+            # drops the indexing's wrap-around (which would keep the loop from vectorising).
+            assume = self.module_ir.declare_intrinsic("llvm.assume")
+            self.builder.call(assume, [self.builder.icmp_signed(">=", chunk.args[1], int64(0))])
         self._loop(node, chunk.args[1], chunk.args[2], 1)
         self._free_scratch()
         self.builder.ret_void()

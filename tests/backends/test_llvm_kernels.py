@@ -226,34 +226,18 @@ def test_a_training_step_s_kernels_are_llvmlite_s_and_equal_numba_s(fresh, monke
         np.testing.assert_allclose(a, b, **tolerance)
 
 
-def test_llvmlite_s_loops_are_vector_code(fresh):
-    x = np.linspace(-3.0, 3.0, 4096, dtype=np.float32)
+@pytest.mark.parametrize("size", [4096, 1 << 21])  # a loop, and a parallel loop's chunks
+def test_llvmlite_s_loops_are_vector_code(fresh, size):
+    x = np.linspace(-3.0, 3.0, size, dtype=np.float32)
     closed = numbax.make_jaxpr(lambda x: np.tanh(1.5 * x + 0.5) * 0.5 + x * x)(x)
     executable = cpu.backend.compile(closed, "chain")
+    (unit,) = executable.program.units
+    assert unit.parallel == (size > 4096)
     assert executable.compile_stats.llvmlite == 1
-    text = executable.llvm_ir()
+    text = units.llvm_ir(unit)
     assert re.search(r"<(4|8|16) x float>", text), "the loop is not vectorised"
     np.testing.assert_allclose(
         executable(x)[0], np.tanh(1.5 * x + 0.5) * 0.5 + x * x, rtol=1e-6, atol=1e-6
-    )
-
-
-def test_unsigned_and_narrow_integers_follow_numba_s_types():
-    _assert_same(
-        """
-        a = carray(args[0], (3, 4), np.uint64)
-        b = carray(args[1], (3, 4), np.int8)
-        c = carray(args[2], (3, 4), np.uint8)
-        o = carray(args[3], (3, 4), np.uint64)
-        p = carray(args[4], (3, 4), np.int64)
-        q = carray(args[5], (3, 4), np.uint8)
-        for i in range(3):
-            for j in range(4):
-                o[i, j] = abs(a[i, j]) + (a[i, j] & np.uint64(12))
-                p[i, j] = -b[i, j] + ~b[i, j] + abs(b[i, j])
-                q[i, j] = np.uint8(-c[i, j]) ^ c[i, j]
-        """,
-        "integers",
     )
 
 
