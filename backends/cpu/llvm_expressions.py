@@ -201,6 +201,11 @@ class Expressions:
                 operator.or_: builder.or_,
                 operator.xor: builder.xor,
             }.get(op)
+            if op in (operator.add, operator.sub, operator.mul) and self.indexing:
+                # An index's arithmetic: one that overflowed would be out of bounds, so it
+                # does not overflow (``nsw``), which lets LLVM see ``2 + i`` is never
+                # negative, drop the index's wrap-around and read the row as a vector.
+                return simple(left, right, flags=("nsw",))
             if simple is not None:
                 return simple(left, right)
             if op in (operator.floordiv, operator.mod) and _positive_literal(right_node):

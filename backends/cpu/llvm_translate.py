@@ -59,6 +59,7 @@ class Translator(Expressions):
         self.externals: dict[str, tuple] = {}  # llvm name -> a helper called by symbol
         self.helpers: dict[str, ast.FunctionDef] = {}  # functions the kernel calls inline
         self.loop_depth = 0
+        self.indexing = 0  # inside an array index's expression
         self.returned = None  # (value, type) of an inlined function's ``return``
         self.function = None
         for statement in self.tree.body:
@@ -315,7 +316,11 @@ class Translator(Expressions):
         for item, n in zip(items, array.shape, strict=False):
             if isinstance(item, ast.Slice):
                 raise Unsupported("a slice")
-            value, kind = self._expression(item)
+            self.indexing += 1
+            try:
+                value, kind = self._expression(item)
+            finally:
+                self.indexing -= 1
             if not isinstance(kind, self.types.Integer):
                 raise Unsupported("an index that is not an integer")
             value = self._cast(value, kind, self.types.int64)
@@ -334,7 +339,8 @@ class Translator(Expressions):
         return int64(0) if offset is None else offset
 
     def _address(self, array: _Array, index: list):
-        return self.builder.gep(array.pointer, [self._offset(array, index)])
+        # In bounds, as Numba's are: LLVM may then assume the offset arithmetic does not wrap.
+        return self.builder.gep(array.pointer, [self._offset(array, index)], inbounds=True)
 
     # control flow
 
