@@ -78,9 +78,12 @@ def _environment() -> str:
     )
 
 
-def program_key(source: str) -> str:
+def program_key(source: str, comments: bool = True) -> str:
+    """The key of generated ``source`` and the compiler's environment; ``comments=False``
+    for a text whose comments hold no source position (a kernel's: keyed as it is,
+    without reading it token by token)."""
     digest = hashlib.sha256(_environment().encode())
-    digest.update(program_text(source).encode())
+    digest.update((program_text(source) if comments else source).encode())
     return digest.hexdigest()[:24]
 
 

@@ -538,6 +538,7 @@ def external_name(function, argtypes) -> tuple:
     return (function.py_func.__module__, function.py_func.__qualname__, argtypes)
 
 
+@functools.cache
 def external_function(name: tuple) -> tuple:
     """The symbol a kernel calls the helper ``name`` (``external_name``) by, and its return
     type: the helper compiled (or loaded from Numba's cache) and its address registered
@@ -551,7 +552,10 @@ def external_function(name: tuple) -> tuple:
     function = importlib.import_module(module)
     for part in qualname.split("."):
         function = getattr(function, part)
+    from .cache import load_lean
+
     with LOCK:
+        load_lean(function)
         function.compile(argtypes)
         overload = function.overloads[argtypes]
         address = overload.library.get_pointer_to_function(overload.fndesc.llvm_func_name)

@@ -181,9 +181,8 @@ def llvm_ir(unit) -> str | None:
 def _object_path(unit, cache_dir: str | None) -> Path | None:
     if cache_dir is None:
         return None
-    from .cache import program_key
-
-    return Path(cache_dir) / "cpu" / f"{CACHE_PREFIX}{program_key(unit.key + host())}.o"
+    key = hashlib.sha256(f"{unit.key} {host()}".encode()).hexdigest()[:24]
+    return Path(cache_dir) / "cpu" / f"{CACHE_PREFIX}{key}.o"
 
 
 def _load(code: bytes, name: str) -> int:

@@ -255,7 +255,7 @@ class KernelContext(_ProgramWriter):
         if kind == "opaque" and not set(self.outputs) <= {*self.allocated, *self.reuse}:
             return None  # a view or a copy Numba makes: inline
         text = self._function("KERNEL")
-        key = program_key(text)
+        key = program_key(text, comments=False)  # ``comment``: no source positions
         name = f"{kind}_{key[:16]}"
         unit = Unit(key, name, text.replace("KERNEL", name), self.parallel)
         return Written(unit, list(self.parameters), list(self.allocated), self.returned)
