@@ -256,15 +256,15 @@ class KindWriters:
         """Write the product (a unit of its own where it can be, ``_product_unit``), then
         its epilogue as a unit of its own (``units``) reading the product's array, when
         the epilogue has outputs that are arrays and the product is a unit or small enough
-        to run on one thread (a large product written inline, where OpenBLAS's threads
-        cannot be set, runs its epilogue in its row blocks, ``_epilogue_rows``); False,
+        to run on one thread (a large product written inline, whose operands must be
+        copied first, runs its epilogue in its row blocks, ``_epilogue_rows``); False,
         having written nothing, otherwise."""
         product = dot.outputs[0]
         (lhs_contract, _), _ = dot.params["dimension_numbers"]
         depth = math.prod(dot.inputs[0].aval.shape[d] for d in lhs_contract)
         small = 2 * product.aval.size * depth < contraction.PARALLEL_FLOPS
         avals = (dot.inputs[0].aval, dot.inputs[1].aval, product.aval)
-        unit = small or contraction.into_array(*avals, dot.params)  # on OpenBLAS's threads
+        unit = small or contraction.into_array(*avals, dot.params)  # in blocks, gemm.blocked_gemm
         if product.aval.size == 1 or not unit or not epilogue.outputs:
             return False
         if all(self._scalar_output(top) for top in epilogue.outputs):

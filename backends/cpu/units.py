@@ -29,11 +29,11 @@ dispatch Numba would type and LLVM compile for every kernel (0.2 s each, against
 BLAS reads each batch's matrix where it lies, by offset and leading dimension
 (``contraction.matrices``): ``x.T @ y``, attention's ``(B, T, H, D)`` operands split by
 head, a batch dimension in any position, with no transposed copy. A large product
-(``contraction.PARALLEL_FLOPS``) sets OpenBLAS's thread count to the call's for its BLAS
-calls and back after (``blas.swap_threads``). A product's epilogue is the next unit,
-reading the product's array. The program still calls BLAS (``calls_blas``), so the
-executable runs it on the call's chosen threads with OpenBLAS on one thread outside the
-large products (``threads.py``).
+(``contraction.PARALLEL_FLOPS``) runs in blocks on the call's threads, one
+single-threaded BLAS call per block (``gemm.blocked_gemm``, one parallel helper every
+such unit calls). A product's epilogue is the next unit, reading the product's array.
+The program still calls BLAS (``calls_blas``), so the executable runs it on the call's
+chosen threads with OpenBLAS on one thread (``threads.py``).
 
 An opaque op that is a loop nest into a new array (``OPAQUE``: a transpose, a window
 copy, a pad, a concatenate, a gather, a scatter, a cumulative sum, a dynamic slice or
@@ -43,9 +43,12 @@ Kernels stay inline in the launcher where a call would cost more than it saves o
 kernel needs what a C function cannot give: a kernel of scalars only (no array to loop
 over), one returning several scalars, a product of integers, of a dot of one element,
 of operands BLAS cannot read where they lie (a group of dimensions split by another: a
-copy, and a kernel allocates nothing), a large product where OpenBLAS's threads cannot be
-set (blocks of rows on the call's threads), views, and the other opaque ops (sorts,
+copy, and a kernel allocates nothing), views, and the other opaque ops (sorts,
 callbacks, linear algebra, FFT, collectives).
+
+A unit's module is compiled by llvmlite from its text where the translation knows every
+construct in it (``llvm_kernels``: milliseconds, no Numba typing or lowering), else by
+Numba as below; both read and write the same pointer table.
 
 A program's new kernels compile in worker processes while the launcher compiles here
 (``compile_workers.py``, ``start`` and ``addresses``).
