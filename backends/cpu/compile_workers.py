@@ -19,6 +19,13 @@ live as long as the process; they end with it (their stdin closes; a worker busy
 compiling is killed, so a finished script never waits for one, and a kernel file Numba
 had not finished writing is never indexed).
 
+With kernels compiled by llvmlite (``llvm_kernels``: 10-40 ms each) a worker pays off
+only for many new kernels: measured cold (fresh process after ``initialise``, quiet), an
+MLP step's 19 kernels 0.9 s alone against 1.5 s with a worker starting beside it, an
+LSTM's 1.1 against 1.5 s, a transformer step's 52 kernels 3.0 s alone against 2.3 s with
+one; hence ``MIN_NEW_LLVMLITE_KERNELS`` (``MIN_NEW_KERNELS`` where Numba compiles every
+kernel, ``NUMBAX_LLVM_KERNELS=0``), and ``prestart`` waits for its workers to be ready.
+
 How many: ``NUMBAX_COMPILE_WORKERS`` (0 compiles everything here), else one fewer than
 the CPUs the process may run on (``os.sched_getaffinity``), at most ``MAX_WORKERS``;
 none without a disk cache, which is how kernels come back. A worker starts when a compile
@@ -35,11 +42,13 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future
 
 from ...config import config
 
-MIN_NEW_KERNELS = 2
+MIN_NEW_KERNELS = 2  # compiled by Numba
+MIN_NEW_LLVMLITE_KERNELS = 32  # llvmlite compiles fewer faster alone (module doc)
 MAX_WORKERS = 8
 
 _LOCK = threading.Lock()
@@ -62,7 +71,8 @@ def submit(units: list, cache_dir: str | None) -> dict[str, Future]:
     itself (no disk cache, no worker allowed, too few kernels). A future not yet running
     can be cancelled: this process then compiles that kernel itself."""
     count = worker_count()
-    if cache_dir is None or count == 0 or len(units) < MIN_NEW_KERNELS:
+    least = MIN_NEW_LLVMLITE_KERNELS if config.llvm_kernels else MIN_NEW_KERNELS
+    if cache_dir is None or count == 0 or len(units) < least:
         return {}
     _start_threads(count)
     futures = {}
@@ -72,13 +82,18 @@ def submit(units: list, cache_dir: str | None) -> dict[str, Future]:
     return futures
 
 
-def prestart(cache_dir: str | None) -> None:
-    """Start the worker processes now, where a compile would use them, so that they are
-    ready (a worker imports Numba and numbax: a second or more) when the first program's
-    kernels arrive, instead of the compiling process taking them all back meanwhile."""
+def prestart(cache_dir: str | None, timeout: float = 60.0) -> None:
+    """Start the worker processes now, where a compile would use them, and wait until they
+    are ready (a worker imports Numba and numbax: a second or more), so that they neither
+    arrive late for the first program's kernels nor take a core from its compile while
+    they start (a small program's compile, 0.9 s alone, took 1.5 s beside a starting
+    worker)."""
     count = worker_count()
     if cache_dir is not None and count:
         _start_threads(count)
+        deadline = time.monotonic() + timeout
+        for thread in list(_THREADS):
+            thread.ready.wait(max(0.0, deadline - time.monotonic()))
 
 
 def _start_threads(count: int) -> None:
@@ -88,6 +103,7 @@ def _start_threads(count: int) -> None:
             atexit.register(_end_workers)
         while len(_THREADS) < count:
             thread = threading.Thread(target=_serve_queue, name="numbax-compile-worker")
+            thread.ready = threading.Event()  # set when its worker has started
             thread.daemon = True
             _THREADS.append(thread)
             thread.start()
@@ -96,6 +112,7 @@ def _start_threads(count: int) -> None:
 def _serve_queue() -> None:
     """A pool thread: kernels from the queue, each compiled in this thread's worker."""
     worker = _start_worker()
+    threading.current_thread().ready.set()
     while True:
         unit, cache_dir, future = _QUEUE.get()
         if not future.set_running_or_notify_cancel():
@@ -136,6 +153,7 @@ def _start_worker() -> subprocess.Popen:
     )
     with _LOCK:
         _WORKERS.append(worker)
+    worker.stdout.readline()  # its first line: ready (or nothing, where it ended)
     return worker
 
 
@@ -151,6 +169,8 @@ def _serve() -> None:
     from . import threads, units
 
     threads.launch_numba_threads()  # kernels link the threading layer's functions
+    sys.stdout.write(json.dumps({"ready": True}) + "\n")
+    sys.stdout.flush()
     for line in sys.stdin:
         request = json.loads(line)
         config.llvm_kernels = request["llvm_kernels"]

@@ -27,6 +27,7 @@ def cache_dir(tmp_path, monkeypatch):
     kernel compiled by Numba (workers compile those llvmlite cannot: ``llvm_kernels``)."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
     monkeypatch.setattr(config, "llvm_kernels", False)
+    monkeypatch.setattr(compile_workers, "MIN_NEW_LLVMLITE_KERNELS", 2)  # few kernels here
     monkeypatch.setattr(config, "compile_workers", 1)
     monkeypatch.setattr(cache, "_LOADED", {})
     monkeypatch.setattr(units, "_COMPILED", {})
@@ -59,7 +60,7 @@ def test_kernels_compiled_by_a_worker_are_loaded_from_its_disk_cache(
 ):
     monkeypatch.setattr(config, "llvm_kernels", llvmlite)
     program = _program()
-    assert len(program.units) >= compile_workers.MIN_NEW_KERNELS
+    assert len(program.units) >= 2
     started = units.start(program.units, str(cache_dir))
     assert set(started) == {unit.key for unit in program.units}
     concurrent.futures.wait(started.values(), timeout=600)
@@ -170,3 +171,12 @@ def _alive(pid: int) -> bool:
             return file.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_prestart_returns_with_its_workers_ready(cache_dir):
+    """``initialise`` waits for the workers, so none is still starting (and taking a core)
+    when the first compile begins."""
+    compile_workers.prestart(str(cache_dir))
+    assert compile_workers._THREADS
+    assert all(thread.ready.is_set() for thread in compile_workers._THREADS)
+    assert all(worker.poll() is None for worker in compile_workers._WORKERS)

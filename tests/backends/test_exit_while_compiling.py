@@ -49,6 +49,7 @@ _PROGRAM = textwrap.dedent(
 
 def _run(stage: str, cache: str) -> np.ndarray:
     env = dict(os.environ, NUMBAX_CACHE_DIR=cache, NUMBAX_COMPILE_WORKERS="1")
+    env["NUMBAX_LLVM_KERNELS"] = "0"  # Numba's kernels: enough work for a worker
     done = subprocess.run(
         [sys.executable, "-c", _PROGRAM, stage],
         env=env,
