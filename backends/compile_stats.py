@@ -15,6 +15,7 @@ CACHE_OUTCOMES = {
     "disk hit": "disk cache hit",
     "disk miss": "disk cache miss, compiled",
     "off": "no disk cache, compiled",
+    "none": "none to compile",  # a program of steps: the machine runs it (cpu/step_machine)
 }
 
 

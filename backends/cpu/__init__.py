@@ -122,8 +122,12 @@ class CpuBackend:
         started = units.start(generated.units, config.cache_dir)
         progress = compile_progress.current()
         progress.expect(generated.units, started)
-        in_memory = cache.is_loaded(generated.launcher)
-        function = cache.load(generated.launcher, generated.function_name, config.cache_dir)
+        stepper = step_machine.launcher(generated.steps_plan) if generated.steps_plan else None
+        if stepper is not None:  # no launcher code to compile (``step_machine``)
+            in_memory, function = False, stepper
+        else:
+            in_memory = cache.is_loaded(generated.launcher)
+            function = cache.load(generated.launcher, generated.function_name, config.cache_dir)
         launcher_s = clock.elapsed()
         progress.launcher_done()
         addresses, kernels = units.addresses(
@@ -132,8 +136,11 @@ class CpuBackend:
         kernels_s = clock.elapsed() - launcher_s
         if generated.steps:  # the machine that runs them, after the kernels (``steps``)
             addresses = step_machine.with_machine(addresses)
-        outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
-        llvm_s = None if in_memory else cache.llvm_seconds(function)
+        if stepper is not None:
+            outcome, llvm_s = "none", None
+        else:
+            outcome = "memory" if in_memory else cache.outcome(function, config.cache_dir)
+            llvm_s = None if in_memory else cache.llvm_seconds(function)
         kernels = kernels if generated.units else None
         stats = CompileStats(
             optimize_s,

@@ -99,11 +99,19 @@ class CpuExecutable:
         from .units import llvm_ir
 
         kernels = [llvm_ir(unit) for unit in self.program.units]
+        if not hasattr(self.function, "py_func"):
+            return "\n".join(kernels)  # a program of steps has no code of its own
         return "\n".join([*self._inspectable.inspect_llvm().values(), *kernels])
 
     def asm(self) -> str:
-        """The machine code of the program function."""
-        return "\n".join(self._inspectable.inspect_asm().values())
+        """The machine code of the program function, then of each kernel (a program of
+        steps has no function of its own: ``step_machine.StepLauncher``)."""
+        from .units import llvm_ir
+
+        kernels = [llvm_ir(unit, assembly=True) for unit in self.program.units]
+        if not hasattr(self.function, "py_func"):
+            return "\n".join(kernels)
+        return "\n".join([*self._inspectable.inspect_asm().values(), *kernels])
 
     @functools.cached_property
     def _inspectable(self):

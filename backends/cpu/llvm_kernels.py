@@ -170,12 +170,17 @@ def cached(unit, cache_dir: str | None) -> bool:
     return path is not None and path.exists()
 
 
-def llvm_ir(unit) -> str | None:
-    """The optimised IR of ``unit``'s kernel where llvmlite compiles it, else None."""
+def llvm_ir(unit, assembly: bool = False) -> str | None:
+    """The optimised IR of ``unit``'s kernel where llvmlite compiles it (its assembly where
+    ``assembly``), else None."""
     try:
-        return str(optimised(unit.source, unit.name))
+        module = optimised(unit.source, unit.name)
     except Unsupported:
         return None
+    if not assembly:
+        return str(module)
+    with LOCK:
+        return _machine()[1].emit_assembly(module)
 
 
 def _object_path(unit, cache_dir: str | None) -> Path | None:

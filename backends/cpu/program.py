@@ -26,6 +26,7 @@ plan) and the walk over the eqns; the writer of each kind of kernel is in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter, defaultdict
@@ -74,6 +75,7 @@ class GeneratedProgram:
     steps: bool = False  # the launcher runs steps (``steps.py``): the machine's address last
     # The program function's code: the launcher's, or the launcher the steps stand for.
     code: str = ""
+    steps_plan: object = None  # a program of steps: what its launcher does (steps.Plan)
     # Kernels the writer split into their eqns, by reason (``unfusable.WriterRefusal``).
     refusals: Counter = field(default_factory=Counter)
     # The pass log of the program, the writer's refusals on it (the backend's ``lower``).
@@ -330,8 +332,11 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         if stepped is None:
             functions = parts.functions(self, fn, arguments, spans)
         else:
-            lines, codes = stepped
+            lines, codes, steps_plan = stepped
             self.constants[(None, codes)] = "STEPS"
+            held = [*jaxpr.constvars, *jaxpr.invars, *self.pooled]
+            dtypes = tuple(scalar.storage_dtype(v.aval.dtype) for v in held)
+            steps_plan = dataclasses.replace(steps_plan, dtypes=dtypes)
             functions = [parts.Function(fn, arguments, lines, False)]
         module = self._module(functions)
         pooled = [jaxpr.outvars.index(v) for v in self.pooled]
@@ -357,6 +362,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             pooled=pooled,
             calls_blas=self.calls_blas,
             steps=stepped is not None,
+            steps_plan=None if stepped is None else steps_plan,
             code=code,
             refusals=self.refusals,
         )

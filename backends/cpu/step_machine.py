@@ -160,3 +160,108 @@ def run(typingctx, machine, addresses, codes, arrays, arena):
         return context.get_dummy_value()
 
     return types.void(machine, addresses, codes, arrays, arena), codegen
+
+
+# --- the launcher of steps, compiled once per process ------------------------------------------
+
+# Where CPython (3.11+, a release build) and NumPy keep what the entry reads: a tuple's
+# items from byte 24 (after the reference count, the type and the size), an array's data
+# pointer at byte 16 (after the reference count and the type). ``_entry`` checks them
+# against ``ndarray.ctypes.data`` once per process before any program uses it.
+_TUPLE_ITEMS = 24
+_ARRAY_DATA = 16
+
+
+class StepLauncher:
+    """A program of steps run with no launcher code of its own: the arguments checked
+    (an array of the program's dtype, C-contiguous, aligned, writeable: else
+    ``TypeError``, which the executable answers by converting them, as it does a compiled
+    launcher's), the outputs and the arena made here, and the machine called by an entry
+    compiled once per process that reads each array's data pointer from the tuple
+    itself (``_entry``)."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self._dtypes = [np.dtype(d) for d in plan.dtypes]
+        self._codes = plan.codes.ctypes.data
+        self._entries = plan.arguments + len(plan.made) + 1  # the arena last
+        self._addresses = None
+
+    def __call__(self, addresses, *arrays):
+        plan = self.plan
+        for array, dtype in zip(arrays, self._dtypes, strict=True):
+            if type(array) is not np.ndarray or array.dtype != dtype or not array.flags.carray:
+                raise TypeError("an argument the steps cannot read where it lies")
+        made = tuple(np.empty(shape, dtype) for shape, dtype in plan.made)
+        table = (*arrays, *made, np.empty(plan.arena_nbytes, np.uint8))
+        if self._addresses is None or self._addresses[0] is not addresses:
+            self._addresses = (addresses, addresses.ctypes.data)
+        _entry()(table, self._entries, self._codes, self._addresses[1])
+        return tuple(table[k] for k in plan.results)
+
+
+@functools.cache
+def _entry():
+    """``run(tuple, count, codes, addresses)``: the data pointers of the ``count`` arrays
+    of ``tuple`` into a table, then the machine over them, the last array the arena."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from .llvm_kernels import _load, _machine
+
+    i64, i8p = ir.IntType(64), ir.IntType(8).as_pointer()
+    module = ir.Module("numbax_steps_entry")
+    module.triple = llvm.get_process_triple()
+    function = ir.Function(
+        module,
+        ir.FunctionType(ir.VoidType(), [i8p, i64, i64.as_pointer(), i64.as_pointer()]),
+        "numbax_run_steps",
+    )
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    items, count, codes, kernels = function.args
+    table = builder.alloca(i64, size=count)
+    with cgutils.for_range(builder, count) as loop:
+        slot = builder.gep(items, [builder.add(i64(_TUPLE_ITEMS), builder.mul(loop.index, i64(8)))])
+        array = builder.load(builder.bitcast(slot, i8p.as_pointer()))
+        data = builder.load(
+            builder.bitcast(builder.gep(array, [i64(_ARRAY_DATA)]), i64.as_pointer())
+        )
+        builder.store(data, builder.gep(table, [loop.index]))
+    arena = builder.load(builder.gep(table, [builder.sub(count, i64(1))]))
+    machine_type = ir.FunctionType(
+        ir.VoidType(), [i64.as_pointer(), i64.as_pointer(), i64, i64.as_pointer()]
+    )
+    machine = builder.inttoptr(i64(machine_address()), machine_type.as_pointer())
+    builder.call(machine, [codes, table, arena, kernels])
+    builder.ret_void()
+    _, target, _ = _machine()
+    code = target.emit_object(llvm.parse_assembly(str(module)))
+    entry = ctypes.CFUNCTYPE(
+        None, ctypes.py_object, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p
+    )(_load(code, "numbax_run_steps"))
+    _check_layout()
+    return entry
+
+
+def _check_layout() -> None:
+    """The entry's reading of tuples and arrays, checked against NumPy's own answer."""
+    import ctypes
+
+    arrays = (np.zeros(3), np.zeros((2, 2), np.float32)[:, :1].copy())
+    items = ctypes.cast(id(arrays) + _TUPLE_ITEMS, ctypes.POINTER(ctypes.c_void_p))
+    for k, array in enumerate(arrays):
+        data = ctypes.cast(items[k] + _ARRAY_DATA, ctypes.POINTER(ctypes.c_void_p))[0]
+        if items[k] != id(array) or data != array.ctypes.data:
+            raise RuntimeError("numbax: this Python or NumPy keeps tuples or arrays elsewhere")
+
+
+def launcher(plan) -> StepLauncher | None:
+    """The launcher of the program of steps ``plan``, or None where this Python or NumPy
+    keeps tuples or arrays where the entry does not read them (the program's launcher
+    is then compiled, as one with control flow is)."""
+    try:
+        _entry()
+    except RuntimeError:
+        return None
+    return StepLauncher(plan)

@@ -211,6 +211,21 @@ class Recorder:
         self.emit(writer, [line], _Update(tuple(names), values))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What a launcher of steps does, for ``step_machine.StepLauncher`` to do it with no
+    code of the program's own: the codes; the arguments' count; the shape and dtype of
+    each output array it makes (after the arguments in the machine's table, the arena
+    last); the results, as indices into that table; the arena's size in bytes."""
+
+    codes: np.ndarray
+    arguments: int
+    made: list
+    results: list
+    arena_nbytes: int
+    dtypes: tuple = ()  # the arguments' (``program.write``)
+
+
 @dataclass
 class _Nest:
     """A loop and the events of its body."""
@@ -409,7 +424,7 @@ class _Layout:
     def launcher(self):
         writer = self.writer
         pooled = {writer.poolable[v] for v in writer.pooled}
-        lines, results, outputs, copies = [], [], {}, []
+        lines, results, outputs, copies, made = [], [], {}, [], {}
         for atom in writer.jaxpr.outvars:
             if isinstance(atom, Literal) or atom not in writer.names:
                 raise _NotSteps
@@ -424,7 +439,8 @@ class _Layout:
                 results.append(outputs[root][0])  # the same value again
                 continue
             name = writer.fresh("output")
-            lines += writer.new_array(name, aval.shape, storage_dtype(aval.dtype))
+            made[name] = (aval.shape, storage_dtype(aval.dtype))
+            lines += writer.new_array(name, *made[name])
             if root in self.nbytes and root not in outputs and not offset:
                 if self.nbytes[root] != nbytes:
                     raise _NotSteps
@@ -462,7 +478,14 @@ class _Layout:
         )
         lines.append(f"return {tuple_source(results)}")
         steps = f"np.array({codes!r}, dtype=np.int64)"
-        return lines, steps
+        plan = Plan(
+            np.array(codes, dtype=np.int64),
+            len(self.arguments),
+            [made[name] for name in entries[len(self.arguments) :]],
+            [entries.index(name) for name in results],
+            table + 8 * longest,
+        )
+        return lines, steps, plan
 
     def _operand(self, operand) -> list[int]:
         """The two codes of an operand: a Literal's memory (set once, first), or a root's

@@ -538,12 +538,14 @@ def _compile_loops(module, name: str) -> None:
         setattr(module, f"{name}_loops", njit(parallel=True, error_model="numpy")(loops))
 
 
-def llvm_ir(unit: Unit) -> str:
-    """The optimised LLVM IR of ``unit``'s kernel, compiled afresh in memory (code loaded
-    from the disk cache keeps no IR): llvmlite's where it compiles the kernel."""
+def llvm_ir(unit: Unit, assembly: bool = False) -> str:
+    """The optimised LLVM IR of ``unit``'s kernel (its machine code as assembly where
+    ``assembly``), compiled afresh in memory (code loaded from the disk cache keeps
+    none): llvmlite's where it compiles the kernel."""
     if config.llvm_kernels:
-        text = llvm_kernels.llvm_ir(unit)
+        text = llvm_kernels.llvm_ir(unit, assembly)
         if text is not None:
             return text
     module = load_module(unit.source, unit.module_name, None)
-    return _cfunc(module, unit.name, False).inspect_llvm()
+    kernel = _cfunc(module, unit.name, False)
+    return kernel.inspect_asm() if assembly else kernel.inspect_llvm()

@@ -32,8 +32,11 @@ def test_a_disk_hit_or_an_unknown_split_shows_the_backend_stage_whole():
         assert "Numba" not in str(stats) and "backend 30.0 ms" in str(stats)
 
 
-def test_a_cpu_compile_reports_the_time_llvm_took():
+def test_a_cpu_compile_reports_the_time_llvm_took(monkeypatch):
     pytest.importorskip("numba")
+    from numbax.config import config
+
+    monkeypatch.setattr(config, "steps", False)  # a launcher compiled by Numba and LLVM
     # A program no other test compiles, so that this compile is a compile.
     executable = numbax.jit(lambda x: np.cos(x) * 3.25 - 0.125).lower(np.ones(3)).compile()
     stats = executable.compile_stats

@@ -20,6 +20,7 @@ from numbax.config import config
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(config, "steps", False)  # launchers compiled: what is cached here
     monkeypatch.setattr(cache, "_LOADED", {})
     monkeypatch.setattr(units, "_COMPILED", {})
     return tmp_path
@@ -106,7 +107,7 @@ def test_a_new_process_loads_the_compiled_program(cache_dir):
         print(sum(hits.values()))
         """
     )
-    env = dict(os.environ, NUMBAX_CACHE_DIR=str(cache_dir), NUMBAX_BACKEND="cpu")
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(cache_dir), NUMBAX_BACKEND="cpu", NUMBAX_STEPS="0")
     runs = [
         subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
         for _ in range(2)
@@ -205,7 +206,7 @@ def _disk_hits(script: str, path, cache_dir) -> int:
     program's compiled code from the disk cache (0: it compiled)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(script)
-    env = dict(os.environ, NUMBAX_CACHE_DIR=str(cache_dir), NUMBAX_BACKEND="cpu")
+    env = dict(os.environ, NUMBAX_CACHE_DIR=str(cache_dir), NUMBAX_BACKEND="cpu", NUMBAX_STEPS="0")
     run = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     return int(run.stdout.split()[-1])

@@ -101,7 +101,7 @@ def test_another_process_loads_the_kernels_from_the_disk_cache(cache_dir):
     compiled = re.search(new, first)
     assert compiled and int(compiled[1]) >= 2, first
     assert f"0 new, 0 from memory, {compiled[1]} from disk" in second, second
-    assert re.search(r"launcher( of steps)?: disk cache hit", second), second
+    assert re.search(r"launcher( of steps)?: (disk cache hit|none to compile)", second), second
 
 
 def _mlp_step(activations):

@@ -328,3 +328,26 @@ def test_a_large_output_is_written_into_the_pooled_array():
     np.testing.assert_allclose(first, np.tanh(x) * 2.0, rtol=1e-6, atol=1e-6)
     del first
     np.testing.assert_allclose(f(x), np.tanh(x) * 2.0, rtol=1e-6, atol=1e-6)
+
+
+def test_a_program_of_steps_compiles_no_launcher_and_converts_arguments_it_cannot_read():
+    """The launcher of a program of steps is ``step_machine.StepLauncher``: nothing to
+    compile. An argument the machine cannot read where it lies (a view with strides, a
+    read-only array, another dtype, a list) is converted first, as a compiled launcher's
+    would be, and the result is the same."""
+    params, x, labels = _mlp_inputs()
+    step = numbax.jit(numbax.value_and_grad(_mlp_loss), tiered=False)
+    executable = step.lower(params, x, labels).compile()
+    assert executable.compile_stats.cache == "none"
+    assert "launcher of steps: none to compile" in str(executable.compile_stats)
+    assert executable.compile_stats.llvm_s is None
+    want = numbax.jit(numbax.value_and_grad(_mlp_loss), backend="interpret")(params, x, labels)
+    wide = np.zeros((8, 24), np.float32)
+    wide[:, ::2] = x
+    read_only = x.copy()
+    read_only.flags.writeable = False
+    for other in (wide[:, ::2], read_only, x.astype(np.float64), x.tolist()):
+        got = step(params, other, labels)
+        for g, w in zip(numbax.tree_leaves(got), numbax.tree_leaves(want), strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
+    assert executable.llvm_ir() and executable.asm()  # the kernels' code, on show
