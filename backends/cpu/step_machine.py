@@ -1,5 +1,19 @@
 """The machine that runs a program's steps (``steps.py``): a ``numba.cfunc`` compiled once
-per installation, and the launcher's call of it.
+per installation; and its launcher, ``StepLauncher``, which needs no code of the
+program's own.
+
+A compiled launcher took every argument and returned every output through Numba's
+unboxing and boxing of each array, which is what LLVM then optimised: 0.9 s for a
+two-layer transformer's training step and 4.4 s for eight layers (about 100 arrays in
+and 100 out), growing with the program while its kernels did not. ``StepLauncher``
+checks the arguments in Python, makes the outputs and the arena with NumPy, and calls
+the machine through one entry compiled per process (``_entry``) that reads each array's
+data pointer from the tuple of arrays itself. Measured (quiet, best of 7 x 2000 calls,
+4x4 float64): a program of one kernel 3.6 us a call against 2.0 us compiled, one of 40
+kernel calls 7.1 against 5.3 us; time to compiled code, 8 layers 4.96 -> 2.8 s, lstm_scan
+1.08 -> 0.70 s, cnn_im2col 1.85 -> 1.45 s. ``run`` remains the call of the machine from a
+compiled launcher (``NUMBAX_STEPS=0`` shows it; a Python or NumPy that keeps tuples or
+arrays elsewhere falls back to it, ``launcher``).
 
 Imported by generated launchers (as ``nbx_steps``) and when a program of steps is
 compiled, so the program writer imports no Numba.

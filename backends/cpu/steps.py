@@ -6,10 +6,10 @@ each kernel by address with pointers into them, and return the outputs, and Numb
 and LLVM compiling that straight-line function cost 5-13 s for a two-layer transformer's
 training step (92 calls), more than all its kernels. Here such a program is a list of
 steps (``Recorder``: int64 codes) that a machine runs (``step_machine``: a
-``numba.cfunc`` compiled once per installation and kept in Numba's disk cache); the
-launcher that remains allocates the outputs and one arena for every other buffer, hands
-the machine the pointers, and
-returns the outputs: a few lines whatever the program's size.
+``numba.cfunc`` compiled once per installation and kept in Numba's disk cache); what
+its launcher does (allocate the outputs and one arena for every other buffer, hand the
+machine the pointers, return the outputs) is a ``Plan`` that ``step_machine.StepLauncher``
+carries out with no code of the program's own to compile.
 
 The program writer records, as it writes the launcher's lines, what each line does
 (``Recorder.array``, ``alias``, ``call``; for a ``scan``, ``carries``, ``loop``, ``row``,
