@@ -90,11 +90,13 @@ class CpuBackend:
         compile starts them only for enough new kernels)."""
         from numba.core import entrypoints
 
-        from . import heap, threads
+        from . import heap, llvm_kernels, threads
 
         heap.keep_freed_memory()
         threads.launch_numba_threads()
         entrypoints.init_all()
+        if config.llvm_kernels:
+            llvm_kernels.start()
 
     @compile_progress.reported
     def compile(

@@ -45,11 +45,18 @@ import warnings
 from pathlib import Path
 
 from ..compile_cache import stored
-from .llvm_expressions import LOCK, Unsupported, host, resolve
+from .llvm_expressions import LOCK, Unsupported, host, numba_parts, resolve
 from .llvm_translate import translate
 
 CACHE_PREFIX = "numbax_llvm_"
 _MAGIC = b"numbax-llvm-object-2\n"
+
+
+def start() -> None:
+    """What every llvmlite compile needs once per process, started ahead of the first
+    (``CpuBackend.initialise``): Numba's typing tables (0.35 s) and the engine."""
+    numba_parts()
+    _machine()
 
 
 @functools.cache
