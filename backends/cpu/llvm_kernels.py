@@ -22,18 +22,30 @@ Semantics are Numba's, taken from Numba where they are not plain LLVM instructio
   called with Numba's CPU context on this module's builder;
 - numbax's ``njit`` helpers (``fm.tanh_f32`` and the other vectorisable math functions,
   ``nbx.compensated_add``) are compiled by Numba once per installation, and their
-  optimised IR, kept in the cache folder, is linked into each kernel that calls them and
-  inlined there, where the loop vectoriser sees it as it does in a Numba kernel;
-- an array index is wrapped when negative, as Numba's is (LLVM drops the check where the
-  index is a loop's).
+  optimised IR, kept beside Numba's cache of numbax's own helpers, is linked into each
+  kernel that calls them and inlined there, where the loop vectoriser sees it as it does
+  in a Numba kernel; a parallel helper (``gemm.blocked_gemm``) is called by a symbol of
+  numbax's instead, registered as the kernel loads (``llvm_expressions.external_function``);
+- an array index is wrapped when negative, its arithmetic is ``nsw`` and its address
+  ``inbounds``, as Numba's are (LLVM drops the wrap where the index is a loop's);
+- a parallel kernel's ``prange`` loop becomes a chunk function over a piece of its range,
+  run on Numba's threads by ``parallel_chunks.run_chunks``;
+- the module has the target's data layout, and its loops are rotated and combined before
+  the -O3 pipeline, as ``numba.core.codegen`` does.
 
-Anything else the translation does not know (a parallel kernel's ``prange`` loops, a slice,
-a call it has no rule for) raises ``Unsupported`` and the kernel is compiled by Numba as
-before (``units``): what the compile log counts as ``numba`` kernels. ``NUMBAX_LLVM_KERNELS=0``
-compiles every kernel with Numba.
+Measured against Numba on the same texts (the tests and benchmarks' kernels): the same
+results bit for bit (but for the order of reassociable block sums) and the same speed
+(kernel time llvmlite / Numba, geometric mean 1.00 over 248 kernels).
+
+Anything else the translation does not know (a slice, a ``while``, an array allocated in
+a loop, a call it has no rule for) raises ``Unsupported`` and the kernel is compiled by
+Numba as before (``units``); the compile log counts the kernels ``by llvmlite``.
+``NUMBAX_LLVM_KERNELS=0`` compiles every kernel with Numba.
 
 The object files live beside Numba's in ``cache_dir/cpu`` (``numbax_llvm_<key>.o``), keyed
-by the kernel's key and the host CPU, and are loaded into one MCJIT engine per process.
+by the kernel's key and the host CPU, each with a digest (LLVM aborts the process on a
+damaged object file rather than raise) and the helpers it calls by symbol, and are loaded
+into one MCJIT engine per process.
 """
 
 from __future__ import annotations
@@ -97,9 +109,8 @@ def optimised(source: str, name: str):
                 variable.linkage = "internal"
         module.verify()
         module.data_layout = str(machine.target_data)  # the cost models read sizes from it
-        # Numba's pipeline: loops rotated and the IR combined first (a loop whose phis
-        # the vectoriser cannot read stays scalar: a 9-output window copy of a CNN ran
-        # 2.9x slower without it), then the full -O3 pipeline.
+        # Numba's pipeline (``numba.core.codegen``): loops rotated and the IR combined
+        # first, so the vectoriser reads the loops' phis, then the full -O3 pipeline.
         early = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(0))
         passes = early.getModulePassManager()
         passes.add_loop_rotate_pass()
