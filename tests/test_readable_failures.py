@@ -192,7 +192,8 @@ def test_one_log_line_per_compile_with_its_stages(compiled_backend, monkeypatch,
         for stage in ("tracing", "optimise", "codegen", "backend"):
             assert f"{stage} " in line and " ms" in line, line
         assert compiled_backend.name + ":" in line
-        assert any(text in line for text in ("disk cache", "no disk cache", "this process"))
+        outcomes = ("disk cache", "no disk cache", "this process", "none to compile")
+        assert any(text in line for text in outcomes)
 
 
 def test_a_signature_traced_inside_another_trace_says_so(monkeypatch, caplog):
@@ -227,9 +228,9 @@ def test_disk_cache_hit_in_a_second_process(tmp_path):
     first, second = run(), run()
     assert "1 new, 0 from memory, 0 from disk" in first  # the program's one loop kernel
     # One kernel call: a launcher of steps (``backends/cpu/steps.py``).
-    assert "launcher of steps: Numba" in first and "disk cache miss, compiled)" in first
+    assert "launcher of steps: none to compile)" in first  # the machine runs it
     assert "0 new, 0 from memory, 1 from disk" in second
-    assert "launcher of steps: disk cache hit)" in second
+    assert "launcher of steps: none to compile)" in second
 
 
 # --- retracing -----------------------------------------------------------------------------
