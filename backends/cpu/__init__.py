@@ -30,6 +30,8 @@ glibc to keep the memory programs free for their next call (``heap.py``;
 
 from __future__ import annotations
 
+import importlib
+
 from ...config import config
 from ...ir.core import ClosedJaxpr, Jaxpr
 from ...passes.manager import Pass
@@ -43,6 +45,8 @@ from ..compile_stats import CompileStats, Stopwatch
 # the threads costs ~50 us on a 2-core VM, the time a million cheap elements or ~150k
 # tanh take on one core; below that the threads cost more than they save.
 PARALLEL_MIN_WORK = 1 << 20
+# The modules every compile imports, imported by ``start_runtime`` ahead of the first.
+COMPILE_PATH = ("executable", "kind_writers", "program", "step_machine", "units")
 
 
 def _bounded_kernels(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, dict[str, int]]:
@@ -82,19 +86,25 @@ class CpuBackend:
         starts its client."""
         from . import compile_workers
 
-        self._start_runtime()
+        self.start_runtime()
         compile_workers.prestart(config.cache_dir)
 
-    def _start_runtime(self) -> None:
+    def start_runtime(self) -> None:
         """What every compile needs once per process (``initialise``, workers aside: a
-        compile starts them only for enough new kernels)."""
+        compile starts them only for enough new kernels), and what a compile worker does
+        before it says it is ready: the modules of the compile path imported and the
+        math helpers' module made (0.1 s a first compile paid), Numba's threads and
+        extensions, llvmlite's engine."""
         from numba.core import entrypoints
 
-        from . import heap, llvm_kernels, threads
+        from . import heap, llvm_kernels, mathlib, threads
 
+        for module in COMPILE_PATH:
+            importlib.import_module(f"{__name__}.{module}")
         heap.keep_freed_memory()
         threads.launch_numba_threads()
         entrypoints.init_all()
+        mathlib.functions  # noqa: B018 - generated (or loaded) once per process
         if config.llvm_kernels:
             llvm_kernels.start()
 
@@ -113,7 +123,7 @@ class CpuBackend:
         from .executable import CpuExecutable
         from .program import write_program
 
-        self._start_runtime()
+        self.start_runtime()
         clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()

@@ -180,3 +180,24 @@ def test_prestart_returns_with_its_workers_ready(cache_dir):
     assert compile_workers._THREADS
     assert all(thread.ready.is_set() for thread in compile_workers._THREADS)
     assert all(worker.poll() is None for worker in compile_workers._WORKERS)
+
+
+def test_few_llvmlite_kernels_go_to_workers_only_once_they_are_warm(cache_dir, monkeypatch):
+    """llvmlite compiles a kernel in 10-40 ms: a worker still starting (a second or more)
+    would only take a core from the compile, a warm one (``initialise``) halves it."""
+    monkeypatch.setattr(config, "llvm_kernels", True)
+    monkeypatch.setattr(compile_workers, "MIN_NEW_LLVMLITE_KERNELS", 32)
+    program = _program()
+    assert 2 <= len(program.units) < 32
+    with monkeypatch.context() as patched:
+        patched.setattr(compile_workers, "_THREADS", [])  # none started yet
+        assert units.start(program.units, str(cache_dir)) == {}
+        assert compile_workers._THREADS == []  # and none started for so few
+    compile_workers.prestart(str(cache_dir))
+    started = units.start(program.units, str(cache_dir))
+    assert set(started) == {unit.key for unit in program.units}
+    _, counts = units.addresses(program.units, str(cache_dir), started)
+    assert counts["compiled"] + counts["worker"] == len(program.units)
+    executable = cpu.backend.compile(numbax.make_jaxpr(_layers)(X, W), "layers")
+    for got, want in zip(executable(X, W), _layers(X, W), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
