@@ -241,6 +241,39 @@ def test_llvmlite_s_loops_are_vector_code(fresh, size):
     )
 
 
+_SHORT_LOOPS = """
+a = carray(args[0], (64, 3), np.float32)
+b = carray(args[1], (64,), np.float32)
+c = carray(args[2], (3,), np.float32)
+d = carray(args[3], (64, 40), np.float32)
+n64 = nbx.opaque_int(64)
+for k in range(3):
+    c[k] = np.float32(0.0)
+for i in range(n64):
+    for k in range(3):
+        c[k] = c[k] + a[i, k] * b[i]
+for i in range(4):
+    for j in range(40):
+        d[i, j] = b[j] * np.float32(2.0)
+"""
+
+
+def test_only_short_innermost_loops_of_constant_bounds_are_unrolled():
+    """A 3-wide accumulator's loop is unrolled in full (its sums stay in registers), a
+    loop of opaque or long bounds and a loop around another are not (LLVM's own
+    unrolling is off: ``llvm_kernels.optimised``); the results are Numba's."""
+    source = _HEADER + "def kernel(args):\n" + textwrap.indent(_SHORT_LOOPS.strip(), "    ")
+    text, _, _ = llvm_kernels.translate(source, "kernel")
+    loops = re.findall(r"!llvm.loop (![0-9]+)", text)
+    assert len(set(loops)) == len(loops) == 2  # the two range(3) loops, each its own ID
+    for loop_id in loops:
+        assert re.search(rf"{loop_id} = distinct !{{ {loop_id}, ![0-9]+ }}", text)
+    assert '!"llvm.loop.unroll.full"' in text
+    optimised = str(llvm_kernels.optimised(source, "kernel"))
+    assert "<8 x float>" in optimised or "<4 x float>" in optimised  # range(40) vectorised
+    _assert_same(_SHORT_LOOPS, "short_loops")
+
+
 _LARGE_PRODUCT = """
 import numpy as np
 import numbax
