@@ -10,6 +10,7 @@ import sys as _sys
 from . import debug, ir, lax, optim, tracer, tree_util
 from .api import (
     checkpoint,
+    clear_caches,
     cond,
     fori_loop,
     grad,
@@ -116,6 +117,7 @@ __all__ = [
     "UnsupportedFunctionError",
     "UnsupportedOnBackendError",
     "checkpoint",
+    "clear_caches",
     "cond",
     "custom_jvp",
     "custom_vjp",

@@ -32,6 +32,7 @@ __all__ = [
     "Lowered",
     "as_executable_argument",
     "checkpoint",
+    "clear_caches",
     "closure_convert",
     "compile_closed",
     "cond",
@@ -52,6 +53,27 @@ __all__ = [
     "vmap",
     "while_loop",
 ]
+
+
+def clear_caches() -> None:
+    """Forget every program and kernel compiled in this process, as ``jax.clear_caches``
+    does: each jitted function traces again at its next call, and each kernel is
+    compiled again or, where the disk cache holds it, loaded from disk (to clear that
+    too, remove its folder: ``numbax.config.cache_dir``, ``NUMBAX_CACHE_DIR``).
+
+    >>> import numpy as np, numbax
+    >>> f = numbax.jit(lambda x: x + 1.0, tiered=False)
+    >>> f(np.zeros(2))
+    array([1., 1.])
+    >>> numbax.clear_caches()
+    >>> f(np.zeros(2)), f.cache_info().traces
+    (array([1., 1.]), 2)
+    """
+    from . import backends
+    from .dispatch import jit_function
+
+    jit_function.clear_caches()
+    backends.clear_caches()
 
 
 def jit(

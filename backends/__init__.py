@@ -35,6 +35,13 @@ def get_backend(name: str | None = None):
     return _LOADED[name]
 
 
+def clear_caches() -> None:
+    """Forget what every backend loaded so far compiled in this process (its disk cache
+    stays): the next compile of a program compiles or loads its kernels again."""
+    for backend in list(_LOADED.values()):
+        backend.clear_caches()
+
+
 def default_backend_name() -> str:
     """``config.backend`` if set, else the best backend this machine has (detected once)."""
     return config.backend or _detected_default()

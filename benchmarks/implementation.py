@@ -9,6 +9,10 @@ from typing import Any
 
 from .workloads import compile_constant
 
+# The kernel group's first-call row that waits for compiled code (``NumbaxPeer``'s
+# ``compiled_first_calls``): time to compiled code, as issue #34 asks.
+COMPILED_FIRST_CALL = "numbax compiled"
+
 
 class NotSupportedYet(Exception):
     """The implementation cannot run this workload yet; a row that says so, not a failure."""

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from statistics import geometric_mean
 
+from .implementation import COMPILED_FIRST_CALL
 from .machine import one_line, software_line
 from .runner import OK, WorkloadResult, bandwidth_ceiling
 from .timing import format_seconds, format_spread
@@ -133,20 +134,21 @@ def group_summary(results: list[WorkloadResult]) -> list[str]:
             f"kernel group, numbax's time: geometric mean {means}; slowest against the "
             f"faster peer: {name} {_format_ratio(worst)}"
         )
-    first = [
-        (numbax / jax, r.workload.name)
-        for r in results
-        if r.workload.style == "first_call"
-        and (numbax := _median(r, "numbax"))
-        and (jax := _median(r, "jax"))
-    ]
-    if first:
-        worst, name = max(first)
-        mean = _format_ratio(geometric_mean([ratio for ratio, _ in first]))
-        lines.append(
-            f"kernel group, first calls: geometric mean {mean} jax ({len(first)} kernels); "
-            f"slowest: {name} {_format_ratio(worst)}"
-        )
+    for label, what in (("numbax", "first calls"), (COMPILED_FIRST_CALL, "time to compiled code")):
+        first = [
+            (numbax / jax, r.workload.name)
+            for r in results
+            if r.workload.style == "first_call"
+            and (numbax := _median(r, label))
+            and (jax := _median(r, "jax"))
+        ]
+        if first:
+            worst, name = max(first)
+            mean = _format_ratio(geometric_mean([ratio for ratio, _ in first]))
+            lines.append(
+                f"kernel group, {what}: geometric mean {mean} jax's first call "
+                f"({len(first)} kernels); slowest: {name} {_format_ratio(worst)}"
+            )
     return lines
 
 

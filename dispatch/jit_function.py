@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import weakref
 from collections import namedtuple
 
 from .. import backends, compile_log, traceback_util
@@ -35,6 +36,15 @@ from .stages import Lowered
 from .tracing import trace_to_jaxpr
 
 CacheInfo = namedtuple("CacheInfo", ["traces", "hits", "misses", "size"])
+
+
+_EVERY: weakref.WeakSet = weakref.WeakSet()  # every live JitFunction (``clear_caches``)
+
+
+def clear_caches() -> None:
+    """Every live jitted function forgets its traces and compiled programs."""
+    for function in list(_EVERY):
+        function._clear_cache()
 
 
 class JitFunction:
@@ -66,6 +76,13 @@ class JitFunction:
         self.traces = 0
         self.hits = 0
         self._retraces = compile_log.RetraceCounter(self.__name__)
+        _EVERY.add(self)
+
+    def _clear_cache(self) -> None:
+        with self._counting:
+            self._cache = {}
+            self._fast = {}
+            self._last_key = None
 
     def __repr__(self) -> str:
         module = getattr(self.fun, "__module__", None)

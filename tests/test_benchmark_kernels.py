@@ -86,6 +86,25 @@ def test_first_calls_compile_a_new_instance_each_call():
     assert names == ["floyd_warshall_0", "floyd_warshall_1"]
 
 
+def test_the_compiled_first_call_row_finds_nothing_compiled_before(tmp_path, monkeypatch):
+    """Time to compiled code (issue #34): each call compiles every kernel again, none
+    from memory, none from a disk cache, and waits for them."""
+    pytest.importorskip("numba")
+    from benchmarks.peers import NumbaxPeer
+    from numbax.backends.cpu import units
+    from numbax.config import config
+
+    monkeypatch.setattr(config, "compile_workers", 0)
+    workload = _workload("jacobi_2d")
+    call = NumbaxPeer("cpu", str(tmp_path)).compiled_first_calls(_numbax_kernel(workload))
+    expected = workload.reference()
+    for _ in range(2):
+        before = units.COUNTS.copy()
+        workload.check(call(*workload.inputs), expected)
+        counts = units.COUNTS - before
+        assert counts["compiled"] >= 1 and not counts["memory"] and not counts["disk"]
+
+
 def test_kernels_are_a_group_of_their_own():
     default = parse_args(["--backend", "interpret"]).names
     kernels = parse_args(["--backend", "interpret", "--group", "kernels"]).names

@@ -108,6 +108,14 @@ class CpuBackend:
         if config.llvm_kernels:
             llvm_kernels.start()
 
+    def clear_caches(self) -> None:
+        """Forget the kernels and launchers compiled or loaded in this process (the disk
+        cache stays; machine code already loaded stays mapped, unused)."""
+        from . import cache, units
+
+        cache.forget()
+        units.forget()
+
     @compile_progress.reported
     def compile(
         self,

@@ -102,6 +102,16 @@ def load(source: str, function_name: str, cache_dir: str | None):
         return _LOADED[key]
 
 
+def forget() -> None:
+    """This process's compiled launchers forgotten, with the generated modules of its
+    programs and kernels (``CpuBackend.clear_caches``); numbax's math helpers stay."""
+    generated = ("numbax_cpu_", "numbax_kernel_")
+    _LOADED.clear()
+    for name in [n for n in list(sys.modules) if n.startswith(generated)]:
+        if not name.startswith(MATHLIB_PREFIX):
+            sys.modules.pop(name, None)
+
+
 def is_loaded(source: str) -> bool:
     """Whether this process has compiled or loaded ``source``'s program already."""
     return program_key(source) in _LOADED

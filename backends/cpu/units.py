@@ -403,6 +403,12 @@ def _argument(program: _ProgramWriter, atom) -> str:
 # --- compiling and loading ----------------------------------------------------------------
 
 
+def forget() -> None:
+    """This process's compiled kernels forgotten (``CpuBackend.clear_caches``)."""
+    with _LOCK:
+        _COMPILED.clear()
+
+
 def start(units: list[Unit], cache_dir: str | None) -> dict:
     """Hand the kernels of ``units`` that this process has not compiled and the disk
     cache does not hold to compile workers (``compile_workers``), their modules written

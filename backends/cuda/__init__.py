@@ -55,6 +55,14 @@ class CudaBackend:
         closed, log = optimize(closed, name=name)
         return build_program(closed, name, self.options, log)
 
+    def clear_caches(self) -> None:
+        """Forget the kernels compiled in this process and their PTX (the disk cache
+        stays)."""
+        from . import loader, ptx
+
+        loader._COMPILED.clear()
+        ptx._PTX.clear()
+
     def compile(
         self, closed: ClosedJaxpr, name: str = "fn", writes: tuple[int, ...] = ()
     ) -> CudaExecutable:

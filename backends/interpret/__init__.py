@@ -33,5 +33,8 @@ class InterpretBackend:
     ) -> InterpretExecutable:
         return InterpretExecutable(closed, writes)
 
+    def clear_caches(self) -> None:
+        """Nothing: the interpreter compiles nothing."""
+
 
 backend = InterpretBackend()

@@ -284,3 +284,26 @@ def test_products_of_transposes_batches_and_views_give_numpys_answers(cache_dir,
     want = fn(*args)
     rtol = 1e-5 if want.dtype == np.float32 else 1e-12
     np.testing.assert_allclose(executable(*args)[0], want, rtol=rtol, atol=rtol)
+
+
+def test_clear_caches_forgets_programs_and_kernels_but_not_the_disk_cache(cache_dir):
+    """``numbax.clear_caches`` as ``jax.clear_caches``: a jitted function traces again, a
+    kernel compiled in this process is loaded again from disk, or compiled again where
+    there is no disk cache; the results do not change."""
+    first = _compile(_layers, X, W)
+    assert _compile(_layers, X, W).compile_stats.kernels == {"memory": len(first.program.units)}
+    f = numbax.jit(_layers, tiered=False)
+    want = f(X, W)
+    numbax.clear_caches()
+    assert not cache._LOADED and not units._COMPILED
+    np.testing.assert_array_equal(f(X, W), want)
+    assert f.cache_info().traces == 2
+    distinct = len({unit.key for unit in first.program.units})
+    assert _compile(_layers, X, W).compile_stats.kernels == {"memory": len(first.program.units)}
+    numbax.clear_caches()
+    again = _compile(_layers, X, W).compile_stats.kernels
+    assert again["disk"] == distinct and sum(again.values()) == len(first.program.units)
+    numbax.clear_caches()
+    config.cache_dir = None  # restored by the fixture's monkeypatch
+    cold = _compile(_layers, X, W).compile_stats.kernels
+    assert cold["compiled"] == distinct and "disk" not in cold
