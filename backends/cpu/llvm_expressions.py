@@ -102,6 +102,12 @@ def _resolve(op, *operands):
     return signature
 
 
+# The ufuncs the kernel writers call on real scalars whose Numba implementation is an
+# LLVM intrinsic or a libm call (``Expressions._scalar_ufunc``); others, ``np.hypot`` for
+# one, compile a helper through Numba's calling convention.
+SCALAR_UFUNCS = (np.power, np.arctan2, np.rint)
+
+
 class Expressions:
     """The translator's expressions (a mixin of ``llvm_translate.Translator``)."""
 
@@ -389,6 +395,8 @@ class Expressions:
         from numba.core.dispatcher import Dispatcher
         from numba.core.extending import _Intrinsic
 
+        if function in SCALAR_UFUNCS:
+            return self._scalar_ufunc(function, node.args)
         if isinstance(function, _Intrinsic):
             return self._intrinsic(function, node.args)
         if isinstance(function, Dispatcher):
@@ -445,6 +453,31 @@ class Expressions:
             self.builder, callee, result, argtypes, [v for v, _ in values]
         )
         return value, result
+
+    def _scalar_ufunc(self, function: np.ufunc, arguments):
+        """One of ``SCALAR_UFUNCS`` of real scalars, typed and lowered by Numba's own
+        implementation (``numba.np.npyfuncs``), as in Numba's kernels."""
+        values = [self._expression(a) for a in arguments]
+        if function.nout != 1 or not all(isinstance(k, self.types.Number) for _, k in values):
+            raise Unsupported(f"{function.__name__} of what are not scalars")
+        signature = _resolve(function, *(k for _, k in values))
+        floats = (*signature.args, signature.return_type)
+        if not all(isinstance(k, self.types.Float) for k in floats):
+            # Numba's integer and complex implementations call helpers it compiles.
+            raise Unsupported(f"{function.__name__} of {signature.args}")
+        casted = [self._cast(v, k, t) for (v, k), t in zip(values, signature.args, strict=True)]
+        try:
+            implementation = self.context.get_function(function, signature)
+        except NotImplementedError as error:
+            raise Unsupported(f"{function.__name__} of {signature.args}: {error}") from error
+        # An implementation may compile a helper into a library of its own to be linked
+        # (an integer power): the kernel then has no rule here, Numba compiles it.
+        library = self.context.codegen().create_library(f"numbax_{function.__name__}")
+        with self.context.push_code_library(library):
+            result = implementation(self.builder, casted)
+        if library._linking_libraries:
+            raise Unsupported(f"{function.__name__} of {signature.args} links a library")
+        return result, signature.return_type
 
     def _njit(self, function, arguments):
         """A call of one of numbax's ``njit`` helpers, by Numba's calling convention: its

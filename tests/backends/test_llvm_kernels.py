@@ -107,6 +107,42 @@ def test_arithmetic_and_numba_s_promotions():
     )
 
 
+def test_numpy_ufuncs_of_scalars_are_numba_s():
+    """``np.power``, ``np.arctan2`` and ``np.rint``, which the writers emit on scalars,
+    are lowered by Numba's own implementation, so the bits are Numba's."""
+    _assert_same(
+        """
+        a = carray(args[0], (9, 8), np.float32)
+        b = carray(args[1], (9, 8), np.float64)
+        k = carray(args[2], (9, 8), np.int64)
+        c = carray(args[3], (9, 8), np.float32)
+        d = carray(args[4], (9, 8), np.float64)
+        e = carray(args[5], (9, 8), np.float64)
+        for i0 in range(9):
+            for i1 in range(8):
+                x = a[i0, i1]
+                y = b[i0, i1]
+                c[i0, i1] = np.power(abs(x), _k2) + np.power(x, np.float32(-1.5))
+                d[i0, i1] = np.power(y, np.float64(k[i0, i1])) + np.arctan2(y, np.float64(x))
+                e[i0, i1] = np.rint(y) + np.power(np.float64(k[i0, i1]), y)
+        """,
+        "scalar_ufuncs",
+    )
+
+
+def test_an_integer_power_is_left_to_numba():
+    source = _HEADER + textwrap.dedent(
+        """
+        def kernel(args):
+            k = carray(args[0], (4,), np.int64)
+            for i in range(4):
+                k[i] = np.power(k[i], 3)
+        """
+    )
+    with pytest.raises(Unsupported, match="power"):
+        llvm_kernels.translate(source, "kernel")
+
+
 def test_comparisons_conditions_and_booleans():
     _assert_same(
         """
