@@ -53,14 +53,20 @@ def comment(text: str) -> str:
     """``text`` for a ``#`` comment: every character that could end the line (newlines,
     carriage returns, form feeds, Unicode line separators) or hide (other control
     characters) is written as its escape, so the comment stays one line."""
-    return "".join(c if c.isprintable() else _escaped(c) for c in str(text))
+    text = str(text)
+    if text.isprintable():  # the usual case, checked at C speed
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
 
 
 def docstring(text: str) -> str:
     """``text`` as the body of a ``\"\"\"`` string literal, lines kept: backslashes and
     quotes are escaped (no ``\"\"\"`` can close it early) and so is every line-ending or
     control character other than ``\\n``."""
-    return "".join(_docstring_char(c) for c in str(text))
+    text = str(text)
+    if text.replace("\n", "").isprintable():  # the usual case, checked at C speed
+        return text.replace("\\", "\\\\").replace('"', '\\"')
+    return "".join(_docstring_char(c) for c in text)
 
 
 def _docstring_char(char: str) -> str:

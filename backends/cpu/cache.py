@@ -82,9 +82,16 @@ def program_key(source: str, comments: bool = True) -> str:
     """The key of generated ``source`` and the compiler's environment; ``comments=False``
     for a text whose comments hold no source position (a kernel's: keyed as it is,
     without reading it token by token)."""
-    digest = hashlib.sha256(_environment().encode())
+    digest = _environment_digest().copy()
     digest.update((program_text(source) if comments else source).encode())
     return digest.hexdigest()[:24]
+
+
+@functools.cache
+def _environment_digest():
+    """The digest of ``_environment()`` (numbax's helpers' text: hashed once, not once
+    per kernel)."""
+    return hashlib.sha256(_environment().encode())
 
 
 def load(source: str, function_name: str, cache_dir: str | None):
