@@ -23,7 +23,6 @@ from numba import njit
 
 from .loopnest import tuple_source
 from .opaque_emitters import EMITTERS
-from .scalar import dtype_source
 
 MODULE = "numbax.backends.cpu.linalg"
 LAPACK_MODULE = "numbax.backends.cpu.lapack"
@@ -130,12 +129,14 @@ def _stack(name: str, aval, rank: int = 2) -> str:
 
 
 def _call(program, eqn, helper: str, inputs, flags=(), module: str = MODULE) -> list[str]:
-    """Allocate the outputs, then one helper call over the stacks."""
+    """Allocate the outputs (``new_array``: the launcher's where the op is a unit of its
+    own), then one helper call over the stacks."""
     program.calls_blas = True  # LAPACK, on the BLAS's threads
     outs = [program.name(var) for var in eqn.outputs]
     lines = [
-        f"{name} = np.empty({tuple_source(var.aval.shape)}, {dtype_source(var.aval.dtype)})"
+        line
         for name, var in zip(outs, eqn.outputs, strict=True)
+        for line in program.new_array(name, var.aval.shape, var.aval.dtype)
     ]
     stacks = [_stack(x, atom.aval) for x, atom in zip(inputs, eqn.inputs, strict=True)]
     vectors = {var for var in eqn.outputs if var.aval.ndim == eqn.inputs[0].aval.ndim - 1}

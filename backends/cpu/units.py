@@ -37,14 +37,18 @@ chosen threads with OpenBLAS on one thread (``threads.py``).
 
 An opaque op that is a loop nest into a new array (``OPAQUE``: a transpose, a window
 copy, a pad, a concatenate, a gather, a scatter, a cumulative sum, a dynamic slice or
-update) is a unit too, its output allocated by the launcher (an update that may write in
-place stores into its operand's array, which the launcher then names as its output).
+update) or a call of LAPACK (a factorisation, a triangular solve, an eigen- or singular
+value decomposition: ``linalg.py``) is a unit too, its outputs allocated by the launcher
+(an update that may write in place stores into its operand's array, which the launcher
+then names as its output). A program of linear algebra is then a program of steps: a
+Gaussian process's compiled no launcher (1.9 s of Numba and LLVM) and reached compiled
+code in 1.0 s instead of 2.1 s.
 Kernels stay inline in the launcher where a call would cost more than it saves or the
 kernel needs what a C function cannot give: a kernel of scalars only (no array to loop
 over), one returning several scalars, a product of integers, of a dot of one element,
 of operands BLAS cannot read where they lie (a group of dimensions split by another: a
 copy, and a kernel allocates nothing), views, and the other opaque ops (sorts,
-callbacks, linear algebra, FFT, collectives).
+callbacks, FFT, collectives).
 
 A unit's module is compiled by llvmlite from its text where the translation knows every
 construct in it (``llvm_kernels``: milliseconds, no Numba typing or lowering), else by
@@ -116,6 +120,7 @@ from .steps import Recorder
 KINDS = ("elementwise", "reduction", "opaque")
 OPAQUE = ("transpose", "slice", "concatenate", "pad", "gather", "scatter", "cumsum")
 OPAQUE += ("dynamic_slice", "dynamic_update_slice")
+OPAQUE += ("cholesky", "lu", "triangular_solve", "qr", "eigh", "svd")  # ``linalg.py``
 LAUNCH_MODULE = "numbax.backends.cpu.launch"
 MODULE_PREFIX = "numbax_kernel_"  # a kernel's module: the prefix and its key
 
@@ -186,6 +191,7 @@ class KernelContext(_ProgramWriter):
         self.parameters: list = []
         self.allocated: list[Var] = []
         self.returned: list[Var] = []
+        self.calls_blas = False  # the launcher's, where the kernel calls BLAS or LAPACK
 
     def name(self, var: Var) -> str:
         if var not in self.names:
@@ -339,6 +345,7 @@ def write_unit(program: _ProgramWriter, kernel, kind: str, reuse=None) -> bool:
     if written is None:
         return False
     program.windows_written |= context.windows_written
+    program.calls_blas |= context.calls_blas
     write_call(program, written)
     for top, held in context.reuse.items():
         program.aliases([top], program.name(held))
