@@ -7,6 +7,8 @@ the ``Var`` objects that do not change.
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from collections import Counter
 from collections.abc import Callable
 
@@ -35,10 +37,14 @@ class Rebuilder:
         return atom
 
     def substituted(self, eqn: Eqn) -> Eqn:
-        inputs = [self.read(a) for a in eqn.inputs]
-        if all(a is b for a, b in zip(inputs, eqn.inputs, strict=True)):
-            return eqn
-        return eqn.replace(inputs=inputs)
+        env = self.env
+        for atom in eqn.inputs:  # most equations read nothing replaced: no new list
+            if isinstance(atom, Var) and atom in env:
+                inputs = [self.read(a) for a in eqn.inputs]
+                if any(a is not b for a, b in zip(inputs, eqn.inputs, strict=True)):
+                    return eqn.replace(inputs=inputs)
+                return eqn
+        return eqn
 
     def add(self, eqn: Eqn) -> None:
         self.eqns.append(eqn)
@@ -138,8 +144,24 @@ def _param_key(value):
     return value
 
 
-def jaxpr_key(jaxpr: Jaxpr) -> tuple:
-    """A hashable key equal for jaxprs that are the same up to variable renaming."""
+_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> its number
+_NUMBERS: dict[tuple, int] = {}  # a structure -> its number, in this process
+_NEXT = itertools.count()  # atomic: two threads never draw the same number
+
+
+def jaxpr_key(jaxpr: Jaxpr) -> int:
+    """A key equal for jaxprs that are the same up to variable renaming: one number per
+    structure seen in this process, kept per jaxpr object (a jaxpr is not changed once
+    built). A kernel's body is keyed once, not in every pass that compares equations (CSE
+    hashed an 8-layer model's kernels 9k times over), and the key is cheap to hash."""
+    key = _KEYS.get(jaxpr)
+    if key is None:
+        key = _NUMBERS.setdefault(_structure(jaxpr), next(_NEXT))
+        _KEYS[jaxpr] = key
+    return key
+
+
+def _structure(jaxpr: Jaxpr) -> tuple:
     number: dict[Var, int] = {}
 
     def ref(atom):
@@ -182,10 +204,15 @@ def _mapped(value, fn: Callable[[Jaxpr], Jaxpr]):
     only the cyclic collector frees, half a million objects in an 8-layer model's passes.)"""
     if isinstance(value, Jaxpr):
         return fn(value)
-    if isinstance(value, tuple) and any(isinstance(v, (Jaxpr, tuple)) for v in value):
-        items = tuple(_mapped(v, fn) for v in value)
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    return value
+    if not isinstance(value, tuple):
+        return value
+    for item in value:  # a plain loop: most tuples are shapes, read once per pass
+        if isinstance(item, (Jaxpr, tuple)):
+            break
+    else:
+        return value
+    items = tuple(_mapped(v, fn) for v in value)
+    return value if all(a is b for a, b in zip(items, value, strict=True)) else items
 
 
 def subjaxprs(eqn: Eqn) -> list[Jaxpr]:
