@@ -86,7 +86,7 @@ class Rebuilder:
         return Jaxpr(
             list(jaxpr.constvars if constvars is None else constvars),
             list(jaxpr.invars),
-            self.eqns,
+            list(self.eqns),  # its own list: a jaxpr is not changed once built (jaxpr_key)
             [self.read(v) for v in jaxpr.outvars],
         )
 
