@@ -250,10 +250,16 @@ def _contract_all(arrays, terms, output: str, optimize):
         current, term = chosen[0]
         for k, (x, t) in enumerate(chosen[1:], 1):
             needed = "".join(t for _, t in chosen[k + 1 :]) + later
-            current, term = _contract_pair(current, term, x, t, needed)
+            current, term = _contract_pair(current, term, x, t, needed, output)
         pending.append(_sum_unused(current, term, later))
     ((result, term),) = pending
     return result, term
+
+
+def _in_order(labels: str, output: str) -> int:
+    """How many pairs of ``labels`` found in ``output`` are in ``output``'s order."""
+    ranks = [output.index(c) for c in labels if c in output]
+    return sum(x < y for i, x in enumerate(ranks) for y in ranks[i + 1 :])
 
 
 def _path(arrays, terms, output, optimize):
@@ -272,11 +278,15 @@ def _path(arrays, terms, output, optimize):
     return [tuple(step) for step in path[1:]]
 
 
-def _contract_pair(a, ta: str, b, tb: str, later: str):
+def _contract_pair(a, ta: str, b, tb: str, later: str, output: str = ""):
     """``a`` and ``b`` as one ``dot_general``: shared labels still needed later are batch
-    axes, the other shared ones are contracted."""
+    axes, the other shared ones are contracted. The operand whose free labels come
+    first in ``output`` goes first, so the product is in the output's order and needs no
+    transpose after it (``bhwpc,pco->bhwo``: a convolution's GEMM, not its transpose)."""
     a, ta = _sum_unused(a, ta, tb + later)
     b, tb = _sum_unused(b, tb, ta + later)
+    if _in_order(tb + ta, output) > _in_order(ta + tb, output):
+        a, ta, b, tb = b, tb, a, ta
     batch = [c for c in ta if c in tb and c in later]
     contract = [c for c in ta if c in tb and c not in later]
     free_a = [c for c in ta if c not in tb]
