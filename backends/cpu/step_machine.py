@@ -22,6 +22,7 @@ compiled, so the program writer imports no Numba.
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 from llvmlite import ir
@@ -179,17 +180,11 @@ def run(typingctx, machine, addresses, codes, arrays, arena):
 # --- the launcher of steps, compiled once per process ------------------------------------------
 
 # Where CPython (3.11+, a release build) and NumPy keep what the entry reads: a tuple's
-# items from byte 24 (after the reference count, the type and the size); an object's type
-# at byte 8; an array's data pointer at byte 16, its dtype's descriptor at byte 56 and its
-# flags (an int) at byte 64 (``PyArrayObject_fields``). ``_check_layout`` checks each
-# against NumPy's own answer once per process before any program uses the entry.
+# items from byte 24 (after the reference count, the type and the size), an array's data
+# pointer at byte 16 (after the reference count and the type). ``_entry`` checks them
+# against ``ndarray.ctypes.data`` once per process before any program uses it.
 _TUPLE_ITEMS = 24
-_OBJECT_TYPE = 8
 _ARRAY_DATA = 16
-_ARRAY_DESCR = 56
-_ARRAY_FLAGS = 64
-# NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE: ``flags.carray``.
-_CARRAY = 0x0001 | 0x0100 | 0x0400
 
 
 class StepLauncher:
@@ -203,96 +198,66 @@ class StepLauncher:
     def __init__(self, plan):
         self.plan = plan
         self._dtypes = [np.dtype(d) for d in plan.dtypes]
-        # What the entry compares each argument's descriptor with (the dtypes themselves
-        # kept alive here, so their addresses stay theirs).
-        self._descriptors = np.array([id(d) for d in self._dtypes] or [0], np.int64)
         self._codes = plan.codes.ctypes.data
         self._entries = plan.arguments + len(plan.made) + 1  # the arena last
+        self._arena = (plan.arena_nbytes, np.uint8)
+        self._run = _entry()
+        results = operator.itemgetter(*plan.results) if plan.results else lambda table: ()
+        self._results = results if len(plan.results) != 1 else lambda table: (results(table),)
         self._addresses = None
 
     def __call__(self, addresses, *arrays):
         plan = self.plan
-        if len(arrays) != plan.arguments:
-            raise TypeError(f"{plan.arguments} arguments expected, {len(arrays)} given")
-        made = tuple(np.empty(shape, dtype) for shape, dtype in plan.made)
-        table = (*arrays, *made, np.empty(plan.arena_nbytes, np.uint8))
-        if self._addresses is None or self._addresses[0] is not addresses:
-            self._addresses = (addresses, addresses.ctypes.data)
-        call = (table, self._entries, self._codes, self._addresses[1])
-        if _entry()(*call, plan.arguments, self._descriptors.ctypes.data):
-            self._checked(arrays)  # the entry's quick checks failed: ask NumPy, then run
-            _entry()(*call, 0, 0)
-        return tuple(table[k] for k in plan.results)
-
-    def _checked(self, arrays) -> None:
-        """Each argument an array of the program's dtype, C-contiguous, aligned and
-        writeable, else ``TypeError`` (which the executable answers by converting them,
-        as it does a compiled launcher's): what the entry checks by the descriptor's
-        identity, asked of NumPy where that failed (an equal dtype of another object)."""
         for array, dtype in zip(arrays, self._dtypes, strict=True):
             if type(array) is not np.ndarray or array.dtype != dtype or not array.flags.carray:
                 raise TypeError("an argument the steps cannot read where it lies")
+        table = (*arrays, *[np.empty(*made) for made in plan.made], np.empty(*self._arena))
+        if self._addresses is None or self._addresses[0] is not addresses:
+            self._addresses = (addresses, addresses.ctypes.data)
+        self._run(table, self._entries, self._codes, self._addresses[1])
+        return self._results(table)
 
 
 @functools.cache
 def _entry():
-    """``run(tuple, count, codes, addresses, checked, descriptors)``: 1, having run
-    nothing, where one of the first ``checked`` items of ``tuple`` is not an ndarray
-    whose dtype's descriptor is ``descriptors[k]`` and whose flags say C-contiguous,
-    aligned and writeable; else the data pointers of its ``count`` arrays into a table,
-    the machine over them (the last array the arena), and 0."""
+    """``run(tuple, count, codes, addresses)``: the data pointers of the ``count`` arrays
+    of ``tuple`` into a table, then the machine over them, the last array the arena."""
     import ctypes
 
     import llvmlite.binding as llvm
 
     from .llvm_kernels import _load, _machine
 
-    i32, i64, i8p = ir.IntType(32), ir.IntType(64), ir.IntType(8).as_pointer()
+    i64, i8p = ir.IntType(64), ir.IntType(8).as_pointer()
     module = ir.Module("numbax_steps_entry")
     module.triple = llvm.get_process_triple()
-    signature = [i8p, i64, i64.as_pointer(), i64.as_pointer(), i64, i64.as_pointer()]
-    function = ir.Function(module, ir.FunctionType(i64, signature), "numbax_run_steps")
+    function = ir.Function(
+        module,
+        ir.FunctionType(ir.VoidType(), [i8p, i64, i64.as_pointer(), i64.as_pointer()]),
+        "numbax_run_steps",
+    )
     builder = ir.IRBuilder(function.append_basic_block("entry"))
-    items, count, codes, kernels, checked, descriptors = function.args
-
-    def item(index):
-        slot = builder.gep(items, [builder.add(i64(_TUPLE_ITEMS), builder.mul(index, i64(8)))])
-        return builder.load(builder.bitcast(slot, i8p.as_pointer()))
-
-    def field(obj, offset: int, kind):
-        return builder.load(builder.bitcast(builder.gep(obj, [i64(offset)]), kind.as_pointer()))
-
-    ndarray = i64(id(np.ndarray))  # a static type: its address is fixed for the process
-    with cgutils.for_range(builder, checked) as loop:
-        array = item(loop.index)
-        wrong = builder.or_(
-            builder.icmp_unsigned("!=", field(array, _OBJECT_TYPE, i64), ndarray),
-            builder.icmp_unsigned(
-                "!=",
-                field(array, _ARRAY_DESCR, i64),
-                builder.load(builder.gep(descriptors, [loop.index])),
-            ),
-        )
-        flags = builder.and_(field(array, _ARRAY_FLAGS, i32), i32(_CARRAY))
-        wrong = builder.or_(wrong, builder.icmp_unsigned("!=", flags, i32(_CARRAY)))
-        with builder.if_then(wrong, likely=False):
-            builder.ret(i64(1))
+    items, count, codes, kernels = function.args
     table = builder.alloca(i64, size=count)
     with cgutils.for_range(builder, count) as loop:
-        builder.store(field(item(loop.index), _ARRAY_DATA, i64), builder.gep(table, [loop.index]))
+        slot = builder.gep(items, [builder.add(i64(_TUPLE_ITEMS), builder.mul(loop.index, i64(8)))])
+        array = builder.load(builder.bitcast(slot, i8p.as_pointer()))
+        data = builder.load(
+            builder.bitcast(builder.gep(array, [i64(_ARRAY_DATA)]), i64.as_pointer())
+        )
+        builder.store(data, builder.gep(table, [loop.index]))
     arena = builder.load(builder.gep(table, [builder.sub(count, i64(1))]))
     machine_type = ir.FunctionType(
         ir.VoidType(), [i64.as_pointer(), i64.as_pointer(), i64, i64.as_pointer()]
     )
     machine = builder.inttoptr(i64(machine_address()), machine_type.as_pointer())
     builder.call(machine, [codes, table, arena, kernels])
-    builder.ret(i64(0))
+    builder.ret_void()
     _, target, _ = _machine()
     code = target.emit_object(llvm.parse_assembly(str(module)))
-    pointer, whole = ctypes.c_void_p, ctypes.c_int64
-    entry = ctypes.CFUNCTYPE(whole, ctypes.py_object, whole, pointer, pointer, whole, pointer)(
-        _load(code, "numbax_run_steps")
-    )
+    entry = ctypes.CFUNCTYPE(
+        None, ctypes.py_object, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p
+    )(_load(code, "numbax_run_steps"))
     _check_layout()
     return entry
 
@@ -301,22 +266,11 @@ def _check_layout() -> None:
     """The entry's reading of tuples and arrays, checked against NumPy's own answer."""
     import ctypes
 
-    def at(address: int, offset: int, kind=ctypes.c_void_p):
-        return ctypes.cast(address + offset, ctypes.POINTER(kind))[0]
-
-    strided = np.zeros((4, 4), np.float32)[:, :2]
-    arrays = (np.zeros(3), np.zeros((2, 2), np.int32)[:, :1].copy(), strided)
+    arrays = (np.zeros(3), np.zeros((2, 2), np.float32)[:, :1].copy())
     items = ctypes.cast(id(arrays) + _TUPLE_ITEMS, ctypes.POINTER(ctypes.c_void_p))
     for k, array in enumerate(arrays):
-        found = (
-            items[k],
-            at(items[k], _OBJECT_TYPE),
-            at(items[k], _ARRAY_DATA),
-            at(items[k], _ARRAY_DESCR),
-            at(items[k], _ARRAY_FLAGS, ctypes.c_int32) & _CARRAY == _CARRAY,
-        )
-        expected = (id(array), id(np.ndarray), array.ctypes.data, id(array.dtype))
-        if found != (*expected, bool(array.flags.carray)):
+        data = ctypes.cast(items[k] + _ARRAY_DATA, ctypes.POINTER(ctypes.c_void_p))[0]
+        if items[k] != id(array) or data != array.ctypes.data:
             raise RuntimeError("numbax: this Python or NumPy keeps tuples or arrays elsewhere")
 
 
