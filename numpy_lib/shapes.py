@@ -205,6 +205,13 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         )
     axis = normalize_axis(axis, xs[0].ndim + 1, "stack")
     xs = cast_all(xs, dtype, casting, "stack")
+    shape = tuple(xs[0].shape)
+    if axis < len(shape):
+        # Joined along the existing axis, then that axis split in two: the same values,
+        # and a concatenate of windows that fusion reads in place (im2col's patches);
+        # size-1 axes inserted before the concatenate are broadcasts it cannot read through.
+        joined = concatenate(xs, axis=axis)
+        return lax.reshape(joined, (*shape[:axis], len(xs), *shape[axis:]))
     return concatenate([lax.expand_dims(x, (axis,)) for x in xs], axis=axis)
 
 
