@@ -222,19 +222,18 @@ def test_scan_keeps_what_reads_the_carry_or_the_slices():
     assert after([loop_invariants, loop_dce], fn, x3, y3) == ir(
         """
         { lambda ; a:f64[3] b:f64[3]. let
-            c:f64[1,3] = expand_dims[dimensions=(0,)] a
-            d:f64[1,3] = expand_dims[dimensions=(0,)] b
-            e:f64[2,3] = concatenate[dimension=0] c d
-            f:f64[3] = tanh b
-            g:f64[3] = sin b
-            h:f64[3] i:f64[2,3] = scan[jaxpr=
+            c:f64[6] = concatenate[dimension=0] a b
+            d:f64[2,3] = reshape[new_sizes=(2, 3)] c
+            e:f64[3] = tanh b
+            f:f64[3] = sin b
+            g:f64[3] h:f64[2,3] = scan[jaxpr=
                 { lambda ; a:f64[3] b:f64[3] c:f64[3] d:f64[3]. let
                     e:f64[3] = mul a d
                     f:f64[3] = add c e
                     g:f64[3] = cos d
                     h:f64[3] = add g b
-                  in (f, h) } length=2 reverse=False num_consts=2 num_carry=1] f g a e
-          in (h, i) }
+                  in (f, h) } length=2 reverse=False num_consts=2 num_carry=1] e f a d
+          in (g, h) }
         """
     )
 
@@ -322,16 +321,15 @@ def test_unused_carries_ys_and_consts_are_dropped():
     assert after([loop_dce], fn, x3, y3) == ir(
         """
         { lambda ; a:f64[3] b:f64[3]. let
-            c:f64[1,3] = expand_dims[dimensions=(0,)] a
-            d:f64[1,3] = expand_dims[dimensions=(0,)] b
-            e:f64[2,3] = concatenate[dimension=0] c d
-            f:f64[3] g:f64[2,3] = scan[jaxpr=
+            c:f64[6] = concatenate[dimension=0] a b
+            d:f64[2,3] = reshape[new_sizes=(2, 3)] c
+            e:f64[3] f:f64[2,3] = scan[jaxpr=
                 { lambda ; a:f64[3] b:f64[3] c:f64[3]. let
                     d:f64[3] = mul c a
                     e:f64[3] = add b d
                     f:f64[3] = sin c
-                  in (e, f) } length=2 reverse=False num_consts=1 num_carry=1] b a e
-          in (f, g) }
+                  in (e, f) } length=2 reverse=False num_consts=1 num_carry=1] b a d
+          in (e, f) }
         """
     )
 
