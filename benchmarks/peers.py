@@ -153,7 +153,9 @@ class NumbaxPeer:
         from numbax.config import config
 
         if self.backend == "cpu":
-            numbax.backends.cpu.backend.initialise()
+            from numbax.backends.cpu import backend
+
+            backend.initialise()
         first = first_calls(program, self.jit)
 
         def call(*args):

@@ -278,7 +278,7 @@ def _path(arrays, terms, output, optimize):
     return [tuple(step) for step in path[1:]]
 
 
-def _contract_pair(a, ta: str, b, tb: str, later: str, output: str = ""):
+def _contract_pair(a, ta: str, b, tb: str, later: str, output: str):
     """``a`` and ``b`` as one ``dot_general``: shared labels still needed later are batch
     axes, the other shared ones are contracted. The operand whose free labels come
     first in ``output`` goes first, so the product is in the output's order and needs no

@@ -110,11 +110,16 @@ def load(source: str, function_name: str, cache_dir: str | None):
 
 
 def forget() -> None:
-    """This process's compiled launchers forgotten, with the generated modules of its
-    programs and kernels (``CpuBackend.clear_caches``); numbax's math helpers stay."""
-    generated = ("numbax_cpu_", "numbax_kernel_")
+    """This process's compiled launchers forgotten, with their generated modules
+    (``CpuBackend.clear_caches``); numbax's math helpers stay."""
     _LOADED.clear()
-    for name in [n for n in list(sys.modules) if n.startswith(generated)]:
+    forget_modules("numbax_cpu_")
+
+
+def forget_modules(prefix: str) -> None:
+    """The generated modules whose names start with ``prefix`` dropped from
+    ``sys.modules`` (the next load imports their file again); the math helpers' stay."""
+    for name in [n for n in list(sys.modules) if n.startswith(prefix)]:
         if not name.startswith(MATHLIB_PREFIX):
             sys.modules.pop(name, None)
 

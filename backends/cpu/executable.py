@@ -96,22 +96,22 @@ class CpuExecutable:
     def llvm_ir(self) -> str:
         """Numba's optimised LLVM IR of the program function, then of each kernel it
         calls by address (``units``)."""
-        from .units import llvm_ir
-
-        kernels = [llvm_ir(unit) for unit in self.program.units]
-        if not hasattr(self.function, "py_func"):
-            return "\n".join(kernels)  # a program of steps has no code of its own
-        return "\n".join([*self._inspectable.inspect_llvm().values(), *kernels])
+        return self._code(assembly=False)
 
     def asm(self) -> str:
-        """The machine code of the program function, then of each kernel (a program of
-        steps has no function of its own: ``step_machine.StepLauncher``)."""
+        """The machine code of the program function, then of each kernel."""
+        return self._code(assembly=True)
+
+    def _code(self, assembly: bool) -> str:
+        """The program function's code, if it has one (a program of steps has none:
+        ``step_machine.StepLauncher``), then each kernel's."""
         from .units import llvm_ir
 
-        kernels = [llvm_ir(unit, assembly=True) for unit in self.program.units]
+        kernels = [llvm_ir(unit, assembly) for unit in self.program.units]
         if not hasattr(self.function, "py_func"):
             return "\n".join(kernels)
-        return "\n".join([*self._inspectable.inspect_asm().values(), *kernels])
+        inspect = self._inspectable.inspect_asm if assembly else self._inspectable.inspect_llvm
+        return "\n".join([*inspect().values(), *kernels])
 
     @functools.cached_property
     def _inspectable(self):

@@ -458,7 +458,7 @@ class Expressions:
         """One of ``SCALAR_UFUNCS`` of real scalars, typed and lowered by Numba's own
         implementation (``numba.np.npyfuncs``), as in Numba's kernels."""
         values = [self._expression(a) for a in arguments]
-        if function.nout != 1 or not all(isinstance(k, self.types.Number) for _, k in values):
+        if not all(isinstance(k, self.types.Number) for _, k in values):
             raise Unsupported(f"{function.__name__} of what are not scalars")
         signature = _resolve(function, *(k for _, k in values))
         floats = (*signature.args, signature.return_type)

@@ -9,11 +9,12 @@ and 100 out), growing with the program while its kernels did not. ``StepLauncher
 checks the arguments in Python, makes the outputs and the arena with NumPy, and calls
 the machine through one entry compiled per process (``_entry``) that reads each array's
 data pointer from the tuple of arrays itself. Measured (quiet, best of 7 x 2000 calls,
-4x4 float64): a program of one kernel 3.6 us a call against 2.0 us compiled, one of 40
-kernel calls 7.1 against 5.3 us; time to compiled code, 8 layers 4.96 -> 2.8 s, lstm_scan
-1.08 -> 0.70 s, cnn_im2col 1.85 -> 1.45 s. ``run`` remains the call of the machine from a
-compiled launcher (``NUMBAX_STEPS=0`` shows it; a Python or NumPy that keeps tuples or
-arrays elsewhere falls back to it, ``launcher``).
+4x4 float64): a program of one kernel 3.45-3.52 us a call against 2.09 us compiled, one
+of 40 kernel calls 6.8-7.0 against 6.1 us (checking the arguments in the entry instead
+was slower: ctypes converts each extra argument); time to compiled code, 8 layers 4.96
+-> 2.8 s, lstm_scan 1.08 -> 0.70 s, cnn_im2col 1.85 -> 1.45 s. ``run`` remains the call
+of the machine from a compiled launcher (``NUMBAX_STEPS=0`` shows it; a Python or NumPy
+that keeps tuples or arrays elsewhere falls back to it, ``launcher``).
 
 Imported by generated launchers (as ``nbx_steps``) and when a program of steps is
 compiled, so the program writer imports no Numba.

@@ -42,7 +42,7 @@ value decomposition: ``linalg.py``) is a unit too, its outputs allocated by the 
 (an update that may write in place stores into its operand's array, which the launcher
 then names as its output). A program of linear algebra is then a program of steps: a
 Gaussian process's compiled no launcher (1.9 s of Numba and LLVM) and reached compiled
-code in 1.0 s instead of 2.1 s.
+code in 0.44 s instead of 2.07 s (quiet, after ``initialise``).
 Kernels stay inline in the launcher where a call would cost more than it saves or the
 kernel needs what a C function cannot give: a kernel of scalars only (no array to loop
 over), one returning several scalars, a product of integers, of a dot of one element,
@@ -106,6 +106,7 @@ from . import llvm_kernels, scalar
 from .cache import (
     _compiled_files,
     built_again_if_damaged,
+    forget_modules,
     lean_cache,
     load_module,
     program_key,
@@ -411,9 +412,11 @@ def _argument(program: _ProgramWriter, atom) -> str:
 
 
 def forget() -> None:
-    """This process's compiled kernels forgotten (``CpuBackend.clear_caches``)."""
+    """This process's compiled kernels forgotten, with their modules
+    (``CpuBackend.clear_caches``)."""
     with _LOCK:
         _COMPILED.clear()
+    forget_modules(MODULE_PREFIX)
 
 
 def start(units: list[Unit], cache_dir: str | None) -> dict:
