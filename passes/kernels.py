@@ -5,6 +5,11 @@ and how a set becomes a ``kernel`` equation (see ``kernel_p`` in ir/higher_order
 constant-time form ``merged_spec``) before every merge, the verifier asks it of every
 kernel fusion produced, and each no is a named ``Refusal`` (passes/refusals.py) from one
 rule below. ``classify`` is its yes-or-no form, for callers that need no reason.
+
+``build_kernel`` is the single place that makes a ``kernel`` equation, for fusion and
+for the backends: ``as_kernel`` makes a plain equation the kernel of one op fusion would
+make of it, and ``split_into_ops`` takes apart a kernel whose body a backend cannot
+write into such kernels of one op each, which run through memory.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..ir.core import Eqn, Jaxpr, Var, first_source_info
+from ..ir.core import Eqn, Jaxpr, Literal, Var, first_source_info
 from ..ir.higher_order import kernel_p
 from ..ir.primitive import Pattern
 from .cse import eliminate_common_subexpressions
@@ -315,3 +320,43 @@ def build_kernel(eqns: Sequence[Eqn], outputs: Sequence[Var], spec: KernelSpec) 
     params = {"name": kernel_name(eqns), "kind": spec.kind, "jaxpr": body}
     source = first_source_info(eqns)
     return Eqn(kernel_p, inputs, list(outputs), params, source)
+
+
+def as_kernel(eqn: Eqn) -> Eqn:
+    """A ``kernel`` eqn as it is; any other eqn as the kernel of one op that fusion
+    builds of it (``build_kernel``), of the kind fusion gives it (``classify``; opaque
+    where it gives none): fusion alone decides a kernel's kind."""
+    if eqn.prim is kernel_p:
+        return eqn
+    return build_kernel([eqn], eqn.outputs, classify([eqn]) or KernelSpec("opaque"))
+
+
+def split_into_ops(kernel: Eqn) -> list[Eqn]:
+    """The ``kernel`` eqn's body as kernels of one op each over the program's values
+    (``as_kernel``), in the body's order: for a kernel a backend cannot write as one.
+    Its intermediates become new variables of the program, each op that makes one of
+    its outputs makes that output itself, and an output that is no op's (the body
+    returns an input, a literal, or a value it returns at an earlier position too) is
+    a copy: an elementwise kernel of no op, which returns its input."""
+    body = kernel.params["jaxpr"]
+    program: dict = dict(zip(body.invars, kernel.inputs, strict=True))
+    for inner, top in zip(body.outvars, kernel.outputs, strict=True):
+        if isinstance(inner, Var) and inner not in program:
+            program[inner] = top
+    parts = []
+    for eqn in body.eqns:
+        outputs = [program.setdefault(v, Var(v.aval)) for v in eqn.outputs]
+        inputs = [program.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs]
+        parts.append(as_kernel(eqn.replace(inputs=inputs, outputs=outputs)))
+    for inner, top in zip(body.outvars, kernel.outputs, strict=True):
+        value = program[inner] if isinstance(inner, Var) else inner
+        if value is not top:
+            parts.append(_copy_kernel(value, top, kernel.source_info))
+    return parts
+
+
+def _copy_kernel(value: Var | Literal, output: Var, source_info: str | None) -> Eqn:
+    """The elementwise kernel of no op that makes ``output`` a copy of ``value``."""
+    inner = Var(output.aval)
+    params = {"name": "copy", "kind": "elementwise", "jaxpr": Jaxpr([], [inner], [], [inner])}
+    return Eqn(kernel_p, [value], [output], params, source_info)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.primitive import Pattern
 from ...ir.rules import RuleTable
-from ...passes.kernels import INDEXED, WINDOWS, classify, indexed_arrays
+from ...passes.kernels import INDEXED, WINDOWS, indexed_arrays
 from ...passes.window_stores import update_window
 from . import scalar
 from .index_maps import IndexMap
@@ -54,6 +54,15 @@ class Kernel:
     inputs: list  # atoms of the program
     outputs: list[Var]
     name: str
+
+    @classmethod
+    def of(cls, eqn: Eqn) -> Kernel:
+        """The ``kernel`` eqn ``eqn`` (``passes.kernels.as_kernel`` makes one of a plain
+        eqn, of the kind fusion gives it) as the record its writers read."""
+        params = eqn.params
+        return cls(
+            params["kind"], params["jaxpr"], list(eqn.inputs), list(eqn.outputs), params["name"]
+        )
 
 
 # --- the mapping rules, shared by analysis and writing -----------------------------------
@@ -461,38 +470,3 @@ class KernelWriter:
         if not cuts or len(cuts) >= most:
             return []
         return list(itertools.pairwise([0, *cuts, group.extent]))
-
-
-def as_kernel(eqn: Eqn) -> Kernel:
-    """A fused ``kernel`` eqn as is; any other eqn as a one-eqn kernel of the kind fusion
-    gives it (``passes.kernels.decide``: fusion alone decides a kernel's kind)."""
-    if eqn.prim.name == "kernel":
-        p = eqn.params
-        return Kernel(p["kind"], p["jaxpr"], list(eqn.inputs), list(eqn.outputs), p["name"])
-    invars = [Var(a.aval) for a in eqn.inputs]
-    outvars = [Var(v.aval) for v in eqn.outputs]
-    inner = eqn.replace(inputs=invars, outputs=outvars)
-    body = Jaxpr([], invars, [inner], outvars)
-    spec = classify([inner])
-    kind = "opaque" if spec is None else spec.kind
-    return Kernel(kind, body, list(eqn.inputs), list(eqn.outputs), eqn.prim.name)
-
-
-def split_kernel(kernel: Kernel) -> list[Kernel]:
-    """The kernel's eqns as one-eqn kernels over program values (for an ``Unfusable`` body)."""
-    env: dict = dict(zip(kernel.jaxpr.invars, kernel.inputs, strict=True))
-    for var, top in zip(kernel.jaxpr.outvars, kernel.outputs, strict=True):
-        if isinstance(var, Var) and var not in env:
-            env[var] = top
-    kernels = []
-    for eqn in kernel.jaxpr.eqns:
-        outputs = [env.setdefault(v, Var(v.aval)) for v in eqn.outputs]
-        inputs = [env.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs]
-        kernels.append(as_kernel(eqn.replace(inputs=inputs, outputs=outputs)))
-    for var, top in zip(kernel.jaxpr.outvars, kernel.outputs, strict=True):
-        source = env.get(var, var) if isinstance(var, Var) else var
-        if source is not top:  # an output that is an input or a literal: a copy kernel
-            inner = Var(top.aval)
-            copy = Jaxpr([], [inner], [], [inner])
-            kernels.append(Kernel("elementwise", copy, [source], [top], "copy"))
-    return kernels

@@ -340,7 +340,7 @@ class KindWriters:
 
 
 # The writer of each kind of kernel, the kind fusion gave it (``passes.kernels.decide``,
-# also for a plain eqn: ``kernels.as_kernel``); the writer never re-derives it.
+# also for a plain eqn: ``passes.kernels.as_kernel``); the writer never re-derives it.
 KIND_WRITERS = {
     "elementwise": KindWriters._elementwise,
     "reduction": KindWriters._reduction,

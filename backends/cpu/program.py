@@ -37,10 +37,11 @@ import numpy as np
 from ...ir import dtypes
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.printer import var_name
+from ...passes.kernels import as_kernel, split_into_ops
 from ...passes.memory import Liveness, makes_view
 from .. import source as escape
 from . import control, heap, intrinsics, parts, scalar, scalar_values, steps
-from .kernels import Kernel, as_kernel, split_kernel
+from .kernels import Kernel
 from .kind_writers import _VIEWS, KindWriters
 from .launcher_module import _RESERVED, IMPORTS, ModuleWriter, _param, _shown, function_name
 from .loopnest import tuple_source
@@ -394,7 +395,10 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         liveness, _ = self.place
         return output in liveness.in_place
 
-    def _kernel(self, kernel: Kernel) -> None:
+    def _kernel(self, eqn: Eqn) -> None:
+        """Write the ``kernel`` eqn ``eqn``; where its writer refuses its body
+        (``Unfusable``), its ops one kernel each (``passes.kernels.split_into_ops``)."""
+        kernel = Kernel.of(eqn)
         start = len(self.lines)
         was_parallel, buffers, stored = self.parallel, dict(self.buffers), set(self.windows_written)
         arrays, pooled = set(self.arrays), list(self.pooled)
@@ -425,7 +429,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             for unit in self.units[unit_count:]:
                 del self.unit_index[unit.key]
             del self.units[unit_count:]
-            for part in split_kernel(kernel):
+            for part in split_into_ops(eqn):
                 self._kernel(part)
             return
         self.kernels.append(kernel)

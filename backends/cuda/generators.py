@@ -6,16 +6,15 @@ generator of that op (a reduction over no axes, a scatter, an update's window, a
 or a data-movement op). Each becomes one ``cuda.jit`` function. A kernel beyond the
 generators (fusion made something new) is split into kernels of one op each
 (``split_kernel``), which run through memory; a plain eqn becomes a kernel of one op
-(``as_kernel``), of the kind fusion gives it.
+(``passes.kernels.as_kernel``), of the kind fusion gives it.
 """
 
 from __future__ import annotations
 
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.higher_order import kernel_p
-from ...ir.primitive import Pattern
 from ...passes.inline import inline_calls
-from ...passes.kernels import decide
+from ...passes.kernels import split_into_ops
 from ...passes.memory import updated_operand
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
@@ -105,30 +104,8 @@ def map_refusal(body: Jaxpr) -> str | None:
     return None
 
 
-def as_kernel(eqn: Eqn) -> Eqn:
-    """A kernel or control-flow eqn as it is; a plain eqn as a kernel of one op."""
-    if eqn.prim.pattern is Pattern.CONTROL:
-        return eqn  # kernels, and control flow (calls are spliced in by now)
-    inputs = [a for a in eqn.inputs if isinstance(a, Var)]
-    env = {v: Var(v.aval) for v in inputs}
-    inner = eqn.replace(
-        inputs=[env.get(a, a) if isinstance(a, Var) else a for a in eqn.inputs],
-        outputs=[Var(v.aval) for v in eqn.outputs],
-    )
-    body = Jaxpr([], [env[v] for v in inputs], [inner], list(inner.outputs))
-    params = {"jaxpr": body, "kind": decide([inner]).kind, "name": eqn.prim.name}
-    return Eqn(kernel_p, inputs, list(eqn.outputs), params, eqn.source_info)
-
-
 def split_kernel(eqn: Eqn) -> list[Eqn]:
-    """The kernel's ops as kernels of one op each; its intermediates become variables of
-    the program."""
-    body = kernel_body(eqn)
-    env = dict(zip(body.invars, eqn.inputs, strict=True))
-    env.update(zip(body.outvars, eqn.outputs, strict=True))
-    parts = []
-    for inner in body.eqns:
-        inputs = [env.get(a, a) if isinstance(a, Var) else a for a in inner.inputs]
-        outputs = [env.get(v, v) for v in inner.outputs]
-        parts.append(as_kernel(inner.replace(inputs=inputs, outputs=outputs)))
-    return parts
+    """A kernel eqn beyond the generators as kernels of one op each, its calls spliced
+    in first (``kernel_body``): ``passes.kernels.split_into_ops``."""
+    spliced = eqn.replace(params={**eqn.params, "jaxpr": kernel_body(eqn)})
+    return split_into_ops(spliced)

@@ -51,7 +51,9 @@ from functools import partial
 
 from ...ir.core import ClosedJaxpr, Eqn, Jaxpr
 from ...ir.higher_order import kernel_p
+from ...ir.primitive import Pattern
 from ...passes.inline import inline_calls
+from ...passes.kernels import as_kernel
 from ...passes.manager import PassLog
 from ...passes.memory import Liveness, LoopLayout
 from .. import source as escape
@@ -60,7 +62,6 @@ from .callbacks import host_call
 from .elementwise import map_kernel
 from .generators import (
     CALLS,
-    as_kernel,
     generate,
     generator_of,
     is_map,
@@ -145,7 +146,8 @@ def build_block(
     block's rewrites did, its bodies' included."""
     rewrites = Counter() if rewrites is None else rewrites
     jaxpr = inline_calls(jaxpr, calls=CALLS)
-    eqns = [as_kernel(eqn) for eqn in jaxpr.eqns]
+    # Control flow stays (its bodies become blocks); a plain eqn is a kernel of one op.
+    eqns = [eqn if eqn.prim.pattern is Pattern.CONTROL else as_kernel(eqn) for eqn in jaxpr.eqns]
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
     out_avals = [v.aval for v in jaxpr.outvars]
     jaxpr = launched_kernels(jaxpr, rewrites)
