@@ -53,7 +53,7 @@ _VIEWS = ("slice", "reshape", "squeeze", "expand_dims", "broadcast_in_dim")
 
 def bounded_kernels(closed: ClosedJaxpr) -> ClosedJaxpr:
     """``closed`` with every kernel that weighs more than ``KERNEL_WEIGHT`` (control-flow
-    bodies included) split into consecutive kernels that do not (``split_kernel``)."""
+    bodies included) split into consecutive kernels that do not (``split_by_weight``)."""
     jaxpr = _bounded(closed.jaxpr)
     return closed if jaxpr is closed.jaxpr else ClosedJaxpr(jaxpr, closed.consts)
 
@@ -62,7 +62,7 @@ def _bounded(jaxpr: Jaxpr) -> Jaxpr:
     eqns, changed = [], False
     for eqn in jaxpr.eqns:
         if eqn.prim.name == "kernel":
-            pieces = split_kernel(eqn)
+            pieces = split_by_weight(eqn)
         else:
             pieces = [map_subjaxprs(eqn, _bounded)]
         changed |= pieces != [eqn]
@@ -82,11 +82,15 @@ def _weight(eqn: Eqn) -> int:
     return EXPENSIVE_WEIGHT if eqn.prim.expensive else 1
 
 
-def split_kernel(eqn: Eqn) -> list[Eqn]:
+def split_by_weight(eqn: Eqn) -> list[Eqn]:
     """The kernel ``eqn`` as consecutive kernels of at most ``KERNEL_WEIGHT`` each (see
     ``_pieces``), built as fusion builds kernels; ``[eqn]`` where it weighs less, or where
     a piece would not be a kernel (``passes.kernels.classify``). The values one piece
-    hands to the next are new variables of the program, arrays of their own."""
+    hands to the next are new variables of the program, arrays of their own.
+
+    A bound on size, for compile time: each piece is still a kernel the writer writes as
+    one loop. Not ``passes.kernels.split_into_ops``, which takes apart a kernel the
+    writer cannot write at all, into kernels of one op each."""
     body = eqn.params["jaxpr"]
     if body_weight(body) <= KERNEL_WEIGHT:
         return [eqn]
@@ -141,7 +145,7 @@ def split_kernel(eqn: Eqn) -> list[Eqn]:
 
 
 def _returning_also(piece: Eqn, also: dict) -> Eqn:
-    """``piece`` with the outputs that are its outputs' value again (``split_kernel``)."""
+    """``piece`` with the outputs that are its outputs' value again (``split_by_weight``)."""
     body = piece.params["jaxpr"]
     pairs = [(body.outvars[k], top) for k, v in enumerate(piece.outputs) for top in also[v]]
     if not pairs:

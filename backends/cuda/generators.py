@@ -5,8 +5,8 @@ kind gets its kind's generator (``WRITERS``); an opaque kernel, one op, gets the
 generator of that op (a reduction over no axes, a scatter, an update's window, a cumsum,
 or a data-movement op). Each becomes one ``cuda.jit`` function. A kernel beyond the
 generators (fusion made something new) is split into kernels of one op each
-(``split_kernel``), which run through memory; a plain eqn becomes a kernel of one op
-(``passes.kernels.as_kernel``), of the kind fusion gives it.
+(``passes.kernels.split_into_ops``), which run through memory; a plain eqn becomes a
+kernel of one op (``passes.kernels.as_kernel``), of the kind fusion gives it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 from ...ir.core import Eqn, Jaxpr, Literal, Var
 from ...ir.higher_order import kernel_p
 from ...passes.inline import inline_calls
-from ...passes.kernels import split_into_ops
 from ...passes.memory import updated_operand
 from .contraction import contraction_kernel
 from .cumsum import cumsum_kernel
@@ -102,10 +101,3 @@ def map_refusal(body: Jaxpr) -> str | None:
             return f"cuda codegen: {eqn.prim.name} cannot be computed per element in a map kernel"
         stack.extend(a for a in eqn.inputs if isinstance(a, Var))
     return None
-
-
-def split_kernel(eqn: Eqn) -> list[Eqn]:
-    """A kernel eqn beyond the generators as kernels of one op each, its calls spliced
-    in first (``kernel_body``): ``passes.kernels.split_into_ops``."""
-    spliced = eqn.replace(params={**eqn.params, "jaxpr": kernel_body(eqn)})
-    return split_into_ops(spliced)

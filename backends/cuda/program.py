@@ -53,7 +53,7 @@ from ...ir.core import ClosedJaxpr, Eqn, Jaxpr
 from ...ir.higher_order import kernel_p
 from ...ir.primitive import Pattern
 from ...passes.inline import inline_calls
-from ...passes.kernels import as_kernel
+from ...passes.kernels import as_kernel, split_into_ops
 from ...passes.manager import PassLog
 from ...passes.memory import Liveness, LoopLayout
 from .. import source as escape
@@ -67,7 +67,6 @@ from .generators import (
     is_map,
     kernel_body,
     map_refusal,
-    split_kernel,
 )
 from .loader import KERNEL_IMPORTS
 from .loop import element_shape, loop_kernel
@@ -230,10 +229,11 @@ def _lay_out(
             lay_kernel(eqn)
         except CodegenError as error:
             # A kernel beyond the generators (fusion made something new): its ops run as
-            # kernels of their own, through memory, rather than not at all.
+            # kernels of their own, through memory, rather than not at all (its calls
+            # were spliced in with the block's, ``build_block``).
             logger.info("numbax: %s; splitting kernel %s", error, eqn.params["name"])
             rewrites["kernels_split"] += 1
-            for part in split_kernel(eqn):
+            for part in split_into_ops(eqn):
                 lay_kernel(part)
     return laid_out
 
