@@ -25,7 +25,7 @@ Semantics are Numba's, taken from Numba where they are not plain LLVM instructio
   optimised IR, kept beside Numba's cache of numbax's own helpers, is linked into each
   kernel that calls them and inlined there, where the loop vectoriser sees it as it does
   in a Numba kernel; a parallel helper (``gemm.blocked_gemm``) is called by a symbol of
-  numbax's instead, registered as the kernel loads (``llvm_expressions.external_function``);
+  numbax's instead, registered as the kernel loads (``llvm_helpers.external_function``);
 - an array index is wrapped when negative, its arithmetic is ``nsw`` and its address
   ``inbounds``, as Numba's are (LLVM drops the wrap where the index is a loop's);
 - a parallel kernel's ``prange`` loop becomes a chunk function over a piece of its range,
@@ -63,7 +63,8 @@ import warnings
 from pathlib import Path
 
 from ..compile_cache import stored
-from .llvm_expressions import LOCK, Unsupported, host, numba_parts, resolve
+from .llvm_expressions import Unsupported, numba_parts
+from .llvm_helpers import LOCK, host, resolve
 from .llvm_translate import translate
 
 CACHE_PREFIX = "numbax_llvm_"

@@ -17,7 +17,6 @@ from . import fastmath
 from .intrinsics import shaped_view
 from .llvm_expressions import (
     DTYPES,
-    LOCK,
     Expressions,
     Scalar,
     Unsupported,
@@ -26,6 +25,7 @@ from .llvm_expressions import (
     numba_parts,
     numba_type,
 )
+from .llvm_helpers import LOCK
 from .parallel_chunks import run_chunks
 from .scalar import MATHLIB
 

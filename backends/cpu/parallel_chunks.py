@@ -7,7 +7,7 @@ it on Numba's threads: one ``prange`` over as many pieces of the range as the ca
 use threads (``threads.numba_threads``, which the executable sets for each call), each
 a call of ``chunk`` by its address. It is compiled once per installation and kept in
 Numba's disk cache; a kernel calls it by symbol
-(``llvm_expressions.external_function``), so each parallel kernel costs llvmlite's compile
+(``llvm_helpers.external_function``), so each parallel kernel costs llvmlite's compile
 of its loops, not Numba's parfor pipeline (0.5-1 s a kernel).
 """
 
