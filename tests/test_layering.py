@@ -245,3 +245,17 @@ def test_the_ring_check_sees_a_broken_ring_put_back(importer, imported):
     assert imported not in graph[importer]
     graph[importer] = graph[importer] | {imported}
     assert any({importer, imported} <= set(ring) for ring in import_rings(graph))
+
+
+# Issue 35: a module holds one concept; past this many lines it holds two.
+MOST_LINES = 600
+
+
+def test_no_module_is_over_the_line_limit():
+    lines = {}
+    for name, path in MODULES.items():
+        with open(path, encoding="utf-8") as file:
+            lines[name] = sum(1 for _ in file)
+    over = {name: count for name, count in lines.items() if count > MOST_LINES}
+    assert not over, f"modules over {MOST_LINES} lines (split each by concept): {over}"
+    assert max(lines.values()) > MOST_LINES // 2  # the count reads the package's modules
