@@ -50,11 +50,13 @@ from ..passes.memory import Liveness
 Storage = Mapping[Var, frozenset]
 
 
-def compiled_storage(jaxpr: Jaxpr) -> Storage:
+def compiled_storage(program: Jaxpr | Liveness) -> Storage:
     """The memories a compiled program's values may be in: a backend makes a view only
     where the memory plan allows it (``passes.memory.makes_view``), and a literal result
-    is a new array."""
-    return Liveness(jaxpr).storage
+    is a new array. ``program`` is the jaxpr, or its liveness where the backend made it
+    already (the memory plan's proof)."""
+    liveness = program if isinstance(program, Liveness) else Liveness(program)
+    return liveness.storage
 
 
 class ResultCopies:

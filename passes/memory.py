@@ -78,6 +78,9 @@ class MemoryPlan:
     # Why values took memory of their own, by ``MemoryRefusal``: a spare buffer refused,
     # an update not in place, a window not stored into, a loop's carry copied before it.
     refusals: Counter = field(default_factory=Counter)
+    # The proof the plan was made by: a backend writes the program by this one rather
+    # than proving it again (which updates write in place, what memory values share).
+    liveness: Liveness | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_buffers(self) -> int:
@@ -424,7 +427,9 @@ def plan_memory(program: Jaxpr | ClosedJaxpr, liveness: Liveness | None = None) 
     (3, 2, 256)
     """
     liveness = liveness or Liveness(program)
-    plan = MemoryPlan(in_place=dict(liveness.in_place), refusals=liveness.refusals())
+    plan = MemoryPlan(
+        in_place=dict(liveness.in_place), refusals=liveness.refusals(), liveness=liveness
+    )
     for var, index in liveness.window_stores.items():
         plan.window_stores[var] = liveness.eqns[index].outputs[0]
     held: list[Var] = []  # buffer -> the value it holds last

@@ -64,7 +64,7 @@ class CpuExecutable:
         outputs = [v.aval.dtype for v in jaxpr.jaxpr.outvars]
         if any(map(dtypes.is_narrow_float, self._dtypes + outputs)):
             self._call = _narrow_float_views(self._call, self._dtypes, outputs)
-        copies = ResultCopies(jaxpr.jaxpr, compiled_storage(jaxpr.jaxpr), writes)
+        copies = ResultCopies(jaxpr.jaxpr, compiled_storage(program.liveness), writes)
         self._consts = consts
         self._copies = copies if copies else None  # None: every result is new memory
 

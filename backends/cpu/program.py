@@ -81,13 +81,17 @@ class GeneratedProgram:
     refusals: Counter = field(default_factory=Counter)
     # The pass log of the program, the writer's refusals on it (the backend's ``lower``).
     pass_log: object = None
+    # The program's liveness (``passes.memory.Liveness``), the memory plan's where one
+    # was given: what its results may share (``executable``).
+    liveness: Liveness | None = None
 
 
 def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
     """The module source for ``jaxpr`` (constvars first, then invars, as arguments).
 
     Kernels with at least ``parallel_work`` (see ``work``) use prange. ``plan`` is a
-    ``passes.MemoryPlan`` of ``jaxpr`` (None: every value its own array).
+    ``passes.MemoryPlan`` of ``jaxpr`` (None: every value its own array), whose proof
+    (``MemoryPlan.liveness``) the program is written by.
     """
     writer = _ProgramWriter(jaxpr, name, parallel_work, plan)
     return writer.write()
@@ -112,6 +116,8 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         self.kernels: list[Kernel] = []
         self.functions: list[list[str]] = []  # module-level helpers, before the program
         self.buffer_of = _safe_buffers(jaxpr, plan)
+        # Which updates write in place, and where: the plan's proof, made once.
+        self.liveness = plan.liveness if plan is not None else Liveness(jaxpr)
         self.buffers: dict[int, str] = {}  # buffer index -> its flat array, once allocated
         # The name of a value held in a view of a buffer -> the buffer's flat array: a
         # kernel's flat view of the value is the buffer itself, with no view to compile.
@@ -324,7 +330,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         for eqn in jaxpr.eqns:  # the printer's order: the docstring's names are the code's
             for var in eqn.outputs:
                 self.name(var)
-        spans = parts.write_spans(self, jaxpr, Liveness(jaxpr))
+        spans = parts.write_spans(self, jaxpr, self.liveness)
         fn = function_name(self.name_text)
         arguments += [self.poolable[v] for v in self.pooled]
         stepped = steps.write_launcher(self, list(arguments), spans[-1].start)
@@ -366,6 +372,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             steps_plan=None if stepped is None else steps_plan,
             code=code,
             refusals=self.refusals,
+            liveness=self.liveness,
         )
 
     def write_results(self) -> None:
