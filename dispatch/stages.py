@@ -47,14 +47,18 @@ class Lowered:
 
     def _optimize(self):
         if self._optimized is None:
-            self._optimized = passes.optimize(
-                self.jaxpr, name=self.name, backend_passes=self._backend_passes()
-            )
+            self._optimized = passes.optimize(self.jaxpr, name=self.name, **self._pipeline())
         return self._optimized
 
-    def _backend_passes(self) -> tuple:
-        """The backend's own rewrites of the fused program, run in the pipeline."""
-        return getattr(backends.get_backend(self.backend_name), "passes", ())
+    def _pipeline(self) -> dict:
+        """The backend's own rewrites of the fused program, run in the pipeline, and
+        whether the pipeline plans memory (not for a backend that plans what it runs
+        after rewriting the pipeline's result: ``plans_memory``)."""
+        backend = backends.get_backend(self.backend_name)
+        return {
+            "backend_passes": getattr(backend, "passes", ()),
+            "memory_plan": not getattr(backend, "plans_memory", False),
+        }
 
     @property
     def fused(self) -> ClosedJaxpr:
@@ -81,9 +85,7 @@ class Lowered:
         return self.pass_log.memory_plan
 
     def dump_passes(self, directory: str) -> None:
-        passes.optimize(
-            self.jaxpr, dump_dir=directory, name=self.name, backend_passes=self._backend_passes()
-        )
+        passes.optimize(self.jaxpr, dump_dir=directory, name=self.name, **self._pipeline())
 
     def as_text(self) -> str:
         return str(self.fused)

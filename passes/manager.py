@@ -136,6 +136,16 @@ class PassLog:
             _write(path, f"# {record}\n{shown}")
         return record
 
+    def add_analysis(self, name: str, result) -> None:
+        """Record an analysis of a backend's rewrite of the pipeline's result (the cuda
+        backend's memory plan of the program it runs) as the log's next step, dumped
+        after the others where the run dumps."""
+        self.last_index = max(self.last_index, self.records[-1].index if self.records else 0)
+        self.last_index += 1
+        self.analyses[name] = result
+        if self.dump_dir:
+            _write(os.path.join(self.dump_dir, f"{self.last_index:02d}_{name}.txt"), f"{result}\n")
+
     def refusals(self, name: str = "fusion") -> dict[Reason, int]:
         """What every run of the pass ``name`` refused, counted by reason: fusion's
         ``Refusal``, a backend's (``cpu_write``), or the memory plan's ``MemoryRefusal``

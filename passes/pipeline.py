@@ -21,7 +21,9 @@
     fused_cleanup   CSE and DCE over the kernels
     (the backend's) its own rewrites of the fused program (``backend_passes``: the cpu
                     backend's bounded_kernels), so that the plan is of what it runs
-    memory_plan     buffers assigned by liveness (an analysis: the program is unchanged)
+    memory_plan     buffers assigned by liveness (an analysis: the program is unchanged;
+                    left to a backend that rewrites the program after the pipeline and
+                    plans what it runs, ``memory_plan=False``: cuda plans each block)
 
 Every pass keeps the program's meaning: the fused program evaluates (``eval_jaxpr``)
 to what the traced one does.
@@ -108,6 +110,7 @@ def optimize(
     debug_checks: bool | None = None,
     name: str = "fn",
     backend_passes: tuple[Pass, ...] = (),
+    memory_plan: bool = True,
 ) -> tuple[ClosedJaxpr, PassLog]:
     """Run the pipeline: the fused program (its equations are kernels, and control flow
     with fused bodies) and the log of what each pass changed.
@@ -117,6 +120,8 @@ def optimize(
     (default ``NUMBAX_DEBUG_CHECKS``) typechecks after every pass. ``backend_passes``
     are a backend's rewrites of the fused program (its ``passes``), run before the
     memory plan: logged and dumped like the others, and planned once, as run.
+    ``memory_plan=False`` stops before the plan, for a backend that rewrites the fused
+    program further and plans what it runs itself (``PassLog.add_analysis``).
 
     >>> import numpy as np, numbax
     >>> traced = numbax.make_jaxpr(lambda x: np.tanh(x * 2.0) + 1.0)(np.ones(3))
@@ -128,7 +133,8 @@ def optimize(
         dump_dir = os.path.join(config.dump_dir, f"{next(_programs):03d}_{name}")
     if debug_checks is None:
         debug_checks = config.debug_checks
-    pipeline = PIPELINE[:_PLAN] + tuple(backend_passes) + PIPELINE[_PLAN:]
+    planning = PIPELINE[_PLAN:] if memory_plan else ()
+    pipeline = PIPELINE[:_PLAN] + tuple(backend_passes) + planning
     fused, log = run_pipeline(pipeline, closed, dump_dir=dump_dir, debug_checks=debug_checks)
     logger.debug("numbax: passes over %s\n%s", name, log)
     return fused, log

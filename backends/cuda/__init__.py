@@ -41,6 +41,9 @@ __all__ = [
 
 class CudaBackend:
     name = "cuda"
+    # The memory plan is of each block the backend builds from the fused program, after
+    # its own rewrites (``program.build_block``), not the pipeline's.
+    plans_memory = True
 
     def __init__(self, options: CudaOptions | None = None):
         self._options = options
@@ -52,7 +55,7 @@ class CudaBackend:
 
     def lower(self, closed: ClosedJaxpr, name: str = "fn") -> CudaProgram:
         """The fused program and its generated kernels, not compiled."""
-        closed, log = optimize(closed, name=name)
+        closed, log = optimize(closed, name=name, memory_plan=False)
         return build_program(closed, name, self.options, log)
 
     def clear_caches(self) -> None:
@@ -69,7 +72,7 @@ class CudaBackend:
         """The executable of ``closed``, whose last outputs the caller writes into its
         arguments ``writes`` (``backends.results``)."""
         clock = Stopwatch()
-        fused, log = optimize(closed, name=name)
+        fused, log = optimize(closed, name=name, memory_plan=False)
         optimize_s = clock.lap()
         program = build_program(fused, name, self.options, log)
         codegen_s = clock.lap()

@@ -10,16 +10,15 @@ arrays of their own.
 from __future__ import annotations
 
 from ...ir.core import Eqn, Jaxpr
-from ...passes import plan_memory
-from ...passes.memory import Liveness
+from ...passes.memory import Liveness, MemoryPlan
 from ...passes.window_stores import update_window
 from .steps import ControlStep, LaidOutKernel
 
 
-def plan_block(jaxpr: Jaxpr, steps: list, liveness: Liveness) -> tuple:
+def plan_block(jaxpr: Jaxpr, steps: list, plan: MemoryPlan) -> tuple:
     """(var -> buffer index, buffers, update output -> operand written in place): the
-    pass's plan, or one buffer per intermediate should the plan ever share a buffer
-    between types.
+    pass's ``plan`` of the block (``passes.plan_memory``), or one buffer per
+    intermediate should the plan ever share a buffer between types.
 
     Values that flow into or out of control flow are left out (each gets an array of its
     own): a branch or loop may return its operand as it is, so its result would share
@@ -32,7 +31,6 @@ def plan_block(jaxpr: Jaxpr, steps: list, liveness: Liveness) -> tuple:
         if isinstance(step, ControlStep):
             unplanned.update(step.inputs)
             unplanned.update(step.outputs)
-    plan = plan_memory(jaxpr, liveness)
     for var, buffer in plan.buffer_of.items():
         held = plan.buffers[buffer]
         if held.size != var.aval.size or held.dtype != var.aval.dtype:

@@ -55,7 +55,7 @@ from ...ir.primitive import Pattern
 from ...passes.inline import inline_calls
 from ...passes.kernels import as_kernel, split_into_ops
 from ...passes.manager import PassLog
-from ...passes.memory import Liveness, LoopLayout
+from ...passes.memory import Liveness, LoopLayout, plan_memory
 from .. import source as escape
 from .block_memory import plan_block, window_stores
 from .callbacks import host_call
@@ -111,7 +111,10 @@ def build_program(
 ) -> CudaProgram:
     """The program of the fused ``closed``; what its rewrites did (``launched_kernels``,
     kernels split) is recorded on ``log``, the pass log of ``closed``, as the pass
-    ``cuda_launch``."""
+    ``cuda_launch``, and then the memory plan of the program's top-level block as the
+    log's ``memory_plan``: the plan of the program the device runs, made here once
+    (the pipeline's plan of ``closed`` would be of another program, before these
+    rewrites, so ``CudaBackend`` runs the pipeline without it)."""
     kernels: list[Step] = []
     rewrites: Counter = Counter()
     start = time.perf_counter()
@@ -121,6 +124,7 @@ def build_program(
         eqns = (len(closed.jaxpr.eqns), len(block.jaxpr.eqns))
         record = log.add("cuda_launch", rewrites, *eqns, seconds=seconds, program=block.jaxpr)
         logging.getLogger("numbax.passes").debug("numbax: cuda rewrites of %s\n%s", name, record)
+        log.add_analysis("memory_plan", block.memory_plan)
     sources = [MODULE_HEADER.format(name=escape.docstring(name)) + "\n" + KERNEL_IMPORTS]
     for step in kernels:
         sources.append(step.kernel.source)
@@ -153,7 +157,8 @@ def build_block(
     laid_out = _lay_out(jaxpr, name, options, names, rewrites)
     jaxpr = Jaxpr(jaxpr.constvars, jaxpr.invars, [step.eqn for step in laid_out], jaxpr.outvars)
     liveness = Liveness(jaxpr, owned=[jaxpr.invars[k] for k in owned])
-    plan = plan_block(jaxpr, laid_out, liveness)
+    memory_plan = plan_memory(jaxpr, liveness)
+    plan = plan_block(jaxpr, laid_out, memory_plan)
     steps = _generated(laid_out, window_stores(laid_out, liveness, plan[2]), options, kernels)
     for index, step in enumerate(steps):
         if isinstance(step, ControlStep) and step.eqn.prim.name in CONTROL_FLOW:
@@ -162,7 +167,7 @@ def build_block(
                 build_block(body, name, options, kernels, names, owned, rewrites)
                 for body, owned in zip(control_bodies(step.eqn), _owned_inputs(step), strict=True)
             ]
-    return Block(jaxpr, out_avals, steps, liveness, plan)
+    return Block(jaxpr, out_avals, steps, liveness, plan, memory_plan)
 
 
 def launched_kernels(jaxpr: Jaxpr, rewrites: Counter | None = None) -> Jaxpr:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ...ir.core import Eqn, Jaxpr
 from ...passes.manager import PassLog
-from ...passes.memory import Liveness, LoopOwnership
+from ...passes.memory import Liveness, LoopOwnership, MemoryPlan
 from .. import source as escape
 from . import loader
 from .callbacks import NAMES as CALLBACK_NAMES
@@ -82,6 +82,7 @@ class Block:
     steps: list[Step | ControlStep | StoredUpdate]
     liveness: Liveness  # of ``jaxpr``: which updates write in place
     plan: tuple  # ``plan_block``'s: (var -> buffer, buffers, update output -> operand)
+    memory_plan: MemoryPlan  # the pass's plan of ``jaxpr``, which ``plan`` narrows
 
 
 @dataclass

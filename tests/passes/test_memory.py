@@ -176,3 +176,33 @@ def test_a_value_of_the_program_is_overwritten_only_after_its_last_reader():
                 assert refusal is not None
         for argument in fused.jaxpr.invars:
             assert "caller's array" in liveness.overwrite_refusal(index, eqn.outputs[0], argument)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_a_compile_proves_each_programs_liveness_once(backend, monkeypatch):
+    """One memory plan per program a backend runs, and one liveness proof behind it:
+    the cpu writer and its executable read the pipeline plan's (``MemoryPlan.liveness``),
+    and a loop body's proof is its loop's ownership (proven until the carries it owns
+    settle, here at once). cuda plans the blocks it builds after its own rewrites, and
+    the pipeline plans nothing for it: the top-level block, its loop's body for the
+    ownership, and the body's block, which the device's rewrites made another program."""
+    from numbax.backends import get_backend
+    from numbax.config import cuda_simulator
+
+    if backend == "cuda" and not cuda_simulator():
+        pytest.skip("needs Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)")
+    proven = []
+    init = Liveness.__init__
+    monkeypatch.setattr(
+        Liveness,
+        "__init__",
+        lambda self, program, owned=(): proven.append(program) or init(self, program, owned),
+    )
+
+    def program(x):
+        y = numbax.fori_loop(0, 3, lambda i, c: c.at[0].set(c[1] * 2.0), np.sin(x))
+        return np.cumsum(y, axis=0) * 0.5
+
+    closed = numbax.make_jaxpr(program)(rng.standard_normal((4, 3)))
+    get_backend(backend).compile(closed, "program")
+    assert len(proven) == {"cpu": 2, "cuda": 3}[backend]
