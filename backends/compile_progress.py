@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from ..config import config
+from ..ir import collector
 
 SHOW_AFTER_S = 2.0
 REFRESH_S = 0.5  # a terminal's line
@@ -154,7 +155,8 @@ def of_thread(ident: int | None) -> CompileProgress | None:
 
 def reported(compile_method):
     """Wrap a backend's ``compile(self, closed, name, ...)``: its progress is reported
-    while it runs (module doc), and ends however it ends."""
+    while it runs (module doc), and ends however it ends; the cyclic collector is paused
+    meanwhile (``ir.collector``)."""
 
     @functools.wraps(compile_method)
     def compile_reporting(self, closed, name: str = "fn", *args, **kwargs):
@@ -169,7 +171,8 @@ def reported(compile_method):
             )
             reporter.start()
         try:
-            return compile_method(self, closed, name, *args, **kwargs)
+            with collector.paused():
+                return compile_method(self, closed, name, *args, **kwargs)
         finally:
             if outer is None:
                 _RUNNING.pop(ident, None)

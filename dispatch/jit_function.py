@@ -14,6 +14,7 @@ from .. import backends, compile_log, traceback_util
 from ..backends import tiered as tiering
 from ..backends.compile_cache import KeyedLock
 from ..config import config
+from ..ir import collector
 from ..ir.errors import NumbaxError, StaticArgumentError, at_line, function_name
 from ..ir.higher_order import jit_call_p
 from ..tracer import Tracer, bind, functionalize, tree_flatten, tree_structure, tree_unflatten
@@ -251,7 +252,8 @@ class JitFunction:
         self._retraces.record(reason, changed)
         start = time.perf_counter()
         writes = []
-        closed, _, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs, writes=writes)
+        with collector.paused():  # the trace's many containers (``ir.collector``)
+            closed, _, out_tree, _ = trace_to_jaxpr(call, dynamic, dyn_kwargs, writes=writes)
         warn_if_large(closed, self.__name__)
         traced = None
         if config.log_compiles:
