@@ -4,10 +4,16 @@ inputs compute the same value, so the second one goes, unless they have side eff
 
 Literals compare by their bytes, so ``-0.0`` and ``0.0`` stay different constants;
 sub-jaxprs compare by structure, so two identical kernels are merged after fusion.
+
+One pass leaves nothing to merge (each equation is keyed by the inputs it reads once
+rewritten), so a jaxpr CSE made, or found nothing to change in, is remembered (``_DONE``,
+per object: a jaxpr is not changed once built) and given back as it is: fusion's kernel
+bodies, merged as each is built, are not walked again by the cleanup after fusion.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 
 from ..ir.core import ClosedJaxpr, Jaxpr
@@ -20,14 +26,23 @@ def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     return ClosedJaxpr(eliminate_common_subexpressions(closed.jaxpr, counts), closed.consts), counts
 
 
+_DONE: weakref.WeakSet = weakref.WeakSet()  # jaxprs CSE leaves as they are
+
+
 def eliminate_common_subexpressions(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
+    """``jaxpr`` with each repeated computation computed once; ``jaxpr`` itself where
+    there is none."""
+    if jaxpr in _DONE:
+        return jaxpr
     counts = Counter() if counts is None else counts
     out = Rebuilder()
     seen: dict = {}
-    for eqn in jaxpr.eqns:
+    changed = False
+    for original in jaxpr.eqns:
         eqn = map_subjaxprs(
-            out.substituted(eqn), lambda sub: eliminate_common_subexpressions(sub, counts)
+            out.substituted(original), lambda sub: eliminate_common_subexpressions(sub, counts)
         )
+        changed |= eqn is not original
         if has_side_effects(eqn):
             out.add(eqn)
             continue
@@ -38,6 +53,9 @@ def eliminate_common_subexpressions(jaxpr: Jaxpr, counts: Counter | None = None)
             out.add(eqn)
             continue
         counts["merged"] += 1
+        changed = True
         for var, same in zip(eqn.outputs, earlier, strict=True):
             out.alias(var, same)
-    return out.finish(jaxpr)
+    result = out.finish(jaxpr) if changed else jaxpr
+    _DONE.add(result)
+    return result

@@ -8,10 +8,15 @@ output is dropped from the sub-jaxpr, whose dead equations then go, and operands
 sub-jaxprs no longer read are dropped as well. Loop bodies (``while``, ``scan``) keep
 their signature: a carry feeds the next iteration even when the caller ignores it
 (``loop_dce`` works out which carries nothing needs).
+
+A jaxpr DCE made, or found nothing dead in, has nothing dead (one backward pass sees every
+read), so it is remembered (``_DONE``, per object: a jaxpr is not changed once built) and
+given back as it is: the cleanup after fusion does not rebuild every kernel each round.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
@@ -33,20 +38,31 @@ def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     return ClosedJaxpr(jaxpr, [c for _, c in kept]), counts
 
 
+_DONE: weakref.WeakSet = weakref.WeakSet()  # jaxprs DCE leaves as they are
+
+
 def eliminate_dead_code(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
-    """``jaxpr`` without dead equations; same constvars, invars and outvars."""
+    """``jaxpr`` without dead equations; same constvars, invars and outvars (``jaxpr``
+    itself where nothing is dead)."""
+    if jaxpr in _DONE:
+        return jaxpr
     counts = Counter() if counts is None else counts
     live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept: list[Eqn] = []
-    for eqn in reversed(jaxpr.eqns):
-        used = [v in live for v in eqn.outputs]
-        if not any(used) and not has_side_effects(eqn):
+    changed = False
+    for original in reversed(jaxpr.eqns):
+        used = [v in live for v in original.outputs]
+        if not any(used) and not has_side_effects(original):
             counts["eqns_removed"] += 1
+            changed = True
             continue
-        eqn = _prune(eqn, used, counts)
+        eqn = _prune(original, used, counts)
+        changed |= eqn is not original
         live.update(a for a in eqn.inputs if isinstance(a, Var))
         kept.append(eqn)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars)
+    result = Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars) if changed else jaxpr
+    _DONE.add(result)
+    return result
 
 
 def _prune(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:
@@ -58,6 +74,9 @@ def _prune(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:
 
 
 def _prune_call(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:
+    body = eqn.params["jaxpr"]
+    if all(used) and eliminate_dead_code(body) is body and set(body.invars) <= _read_vars(body):
+        return eqn  # every output read, nothing dead, every operand read
     inner: Counter = Counter()
     [body], inputs_used = _prune_bodies([eqn.params["jaxpr"]], used, inner)
     if eqn.prim.name == "kernel" and not _still_a_kernel(body, eqn.params["kind"]):

@@ -130,3 +130,30 @@ def test_dce_prunes_kernel_outputs_only_when_the_kind_still_holds():
     kept, changes = run_pass(dce, only_doubled)
     assert changes == {}
     assert len(kept.eqns[0].outputs) == 2
+
+
+def test_cse_and_dce_give_back_what_they_leave_unchanged():
+    """A jaxpr with nothing to merge or drop comes back as the same object, its kernels'
+    bodies included, so the cleanup after fusion rebuilds nothing; a result is a fixed
+    point (one pass leaves nothing to do)."""
+
+    def fn(v):
+        unused = np.cos(v)  # noqa: F841 - dead
+        return np.tanh(np.sin(v) * 2.0 + np.sin(v) * 2.0) + 1.0
+
+    traced = trace(fn, x3)
+    once = cse.eliminate_common_subexpressions(traced.jaxpr)
+    assert once is not traced.jaxpr  # sin and mul were merged: a new jaxpr
+    assert cse.eliminate_common_subexpressions(once) is once
+    pruned = dce.eliminate_dead_code(once)
+    assert pruned is not once  # cos was dead
+    assert [e.prim.name for e in pruned.eqns] == ["sin", "mul", "add", "tanh", "add"]
+    assert dce.eliminate_dead_code(pruned) is pruned
+    assert cse.eliminate_common_subexpressions(pruned) is pruned
+    fused, _ = optimize(fn, x3)
+    assert [e.prim.name for e in fused.eqns] == ["kernel"]
+    for module in (cse, dce):
+        again, changes = run_pass(module, fused)
+        assert changes == {}
+        assert all(a is b for a, b in zip(again.eqns, fused.eqns, strict=True))
+    assert_same_values(traced, fused, [x3])
