@@ -24,13 +24,13 @@ from .primitive import Pattern, check, register
 
 def common_shape(name: str, avals) -> tuple[int, ...]:
     shapes = {a.shape for a in avals if a.shape != ()}
-    check(len(shapes) <= 1, name, f"operand shapes differ: {[a.str_short() for a in avals]}")
+    check(len(shapes) <= 1, name, lambda: f"shapes differ: {[a.str_short() for a in avals]}")
     return shapes.pop() if shapes else ()
 
 
 def same_dtype(name: str, avals) -> np.dtype:
     kinds = {a.dtype for a in avals}
-    check(len(kinds) == 1, name, f"operand dtypes differ: {[a.str_short() for a in avals]}")
+    check(len(kinds) == 1, name, lambda: f"operand dtypes differ: {[a.str_short() for a in avals]}")
     return kinds.pop()
 
 
@@ -47,7 +47,7 @@ def _quiet(fn):
 
 def _unary_rule(name, allowed_kinds):
     def rule(x: ShapedArray) -> ShapedArray:
-        check(dtypes.kind(x.dtype) in allowed_kinds, name, f"unsupported dtype {x.dtype}")
+        check(dtypes.kind(x.dtype) in allowed_kinds, name, lambda: f"unsupported dtype {x.dtype}")
         return x
 
     return rule
@@ -56,7 +56,7 @@ def _unary_rule(name, allowed_kinds):
 def _binary_rule(name, allowed_kinds, out_dtype=None):
     def rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
         dtype = same_dtype(name, (x, y))
-        check(dtypes.kind(dtype) in allowed_kinds, name, f"unsupported dtype {dtype}")
+        check(dtypes.kind(dtype) in allowed_kinds, name, lambda: f"unsupported dtype {dtype}")
         return ShapedArray(common_shape(name, (x, y)), out_dtype or dtype)
 
     return rule
@@ -139,7 +139,7 @@ UNARY = {
 
 
 def _abs_rule(x: ShapedArray) -> ShapedArray:
-    check(dtypes.kind(x.dtype) in ARITHMETIC, "abs", f"unsupported dtype {x.dtype}")
+    check(dtypes.kind(x.dtype) in ARITHMETIC, "abs", lambda: f"unsupported dtype {x.dtype}")
     return ShapedArray(x.shape, dtypes.real_dtype(x.dtype))  # |complex| is real
 
 
@@ -225,7 +225,7 @@ register("integer_pow", Pattern.ELEMENTWISE, _integer_pow_rule, _quiet(_integer_
 
 
 def _select_rule(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray):
-    check(pred.dtype == dtypes.bool_, "select", f"predicate must be bool, got {pred.dtype}")
+    check(pred.dtype == dtypes.bool_, "select", lambda: f"predicate must be bool, got {pred.dtype}")
     dtype = same_dtype("select", (on_true, on_false))
     return ShapedArray(common_shape("select", (pred, on_true, on_false)), dtype)
 
@@ -236,7 +236,11 @@ register("select", Pattern.ELEMENTWISE, _select_rule, np.where)
 def _convert_rule(x: ShapedArray, *, new_dtype) -> ShapedArray:
     # Which part a complex number keeps is said with ``real``, never by a conversion.
     dropping = dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype)
-    check(not dropping, "convert_element_type", f"{x.dtype} to {new_dtype}: take real first")
+    check(
+        not dropping,
+        "convert_element_type",
+        lambda: f"{x.dtype} to {new_dtype}: take real first",
+    )
     return ShapedArray(x.shape, new_dtype)
 
 

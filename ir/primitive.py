@@ -105,7 +105,10 @@ def get(name: str) -> Primitive:
     return PRIMITIVES[name]
 
 
-def check(condition: bool, prim: str, message: str) -> None:
-    """Raise a typecheck error for a rule violation inside a shape rule."""
+def check(condition: bool, prim: str, message: str | Callable[[], str]) -> None:
+    """Raise a typecheck error for a rule violation inside a shape rule. A message that
+    formats values is a function, called only on a violation: the rules run for every
+    equation traced or rewritten, and formatting shapes and dtypes cost more than the
+    rules themselves."""
     if not condition:
-        raise TypecheckError(f"{prim}: {message}")
+        raise TypecheckError(f"{prim}: {message() if callable(message) else message}")

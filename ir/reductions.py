@@ -114,17 +114,18 @@ def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers):
     check(len(lhs_contract) == len(rhs_contract), "dot_general", "contracting dims differ")
     check(len(lhs_batch) == len(rhs_batch), "dot_general", "batch dims differ")
     for operand, dims in ((lhs, lhs_contract + lhs_batch), (rhs, rhs_contract + rhs_batch)):
-        check(
-            all(0 <= d < operand.ndim for d in dims) and len(set(dims)) == len(dims),
-            "dot_general",
-            f"dimensions {dims} of {operand.str_short()} out of range or repeated",
-        )
-    for a, b in zip(lhs_contract + lhs_batch, rhs_contract + rhs_batch, strict=False):
-        check(
-            lhs.shape[a] == rhs.shape[b],
-            "dot_general",
-            f"dimension sizes differ: {lhs.str_short()} and {rhs.str_short()}",
-        )
+        if not (all(0 <= d < operand.ndim for d in dims) and len(set(dims)) == len(dims)):
+            message = f"dimensions {dims} of {operand.str_short()} out of range or repeated"
+            check(False, "dot_general", message)
+    sizes_differ = any(
+        lhs.shape[a] != rhs.shape[b]
+        for a, b in zip(lhs_contract + lhs_batch, rhs_contract + rhs_batch, strict=False)
+    )
+    check(
+        not sizes_differ,
+        "dot_general",
+        lambda: f"dimension sizes differ: {lhs.str_short()} and {rhs.str_short()}",
+    )
     return ShapedArray(dot_general_shape(lhs.shape, rhs.shape, dimension_numbers), lhs.dtype)
 
 

@@ -19,11 +19,9 @@ def _broadcast_in_dim_rule(x: ShapedArray, *, shape, broadcast_dimensions):
     )
     for in_dim, out_dim in enumerate(broadcast_dimensions):
         check(0 <= out_dim < len(shape), "broadcast_in_dim", "dimension out of range")
-        check(
-            x.shape[in_dim] in (1, shape[out_dim]),
-            "broadcast_in_dim",
-            f"cannot broadcast {x.str_short()} to {shape} along {broadcast_dimensions}",
-        )
+        if x.shape[in_dim] not in (1, shape[out_dim]):
+            message = f"cannot broadcast {x.str_short()} to {shape} along {broadcast_dimensions}"
+            check(False, "broadcast_in_dim", message)
     return ShapedArray(shape, x.dtype)
 
 
@@ -41,7 +39,7 @@ def _reshape_rule(x: ShapedArray, *, new_sizes):
     check(
         int(np.prod(new_sizes, dtype=np.int64)) == x.size,
         "reshape",
-        f"cannot reshape {x.str_short()} to {new_sizes}",
+        lambda: f"cannot reshape {x.str_short()} to {new_sizes}",
     )
     return ShapedArray(new_sizes, x.dtype)
 

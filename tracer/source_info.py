@@ -43,9 +43,21 @@ def _is_internal(filename: str) -> bool:
     )
 
 
+# filename -> _is_internal(filename): every traced equation walks ~15 frames of a few
+# dozen files.
+_INTERNAL: dict[str, bool] = {}
+
+
 def _user_frame():
     frame = sys._getframe(2)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    known = _INTERNAL
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        internal = known.get(filename)
+        if internal is None:
+            internal = known[filename] = _is_internal(filename)
+        if not internal:
+            break
         frame = frame.f_back
     return frame
 
