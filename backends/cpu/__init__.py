@@ -135,11 +135,13 @@ class CpuBackend:
         clock = Stopwatch()
         fused, log, plan = _optimize(closed, name) if optimize else (closed, None, None)
         optimize_s = clock.lap()
-        generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan)
+        # New kernels compile in worker processes as they are written, and while the
+        # launcher compiles here.
+        early = units.EarlyStart(config.cache_dir)
+        generated = write_program(fused.jaxpr, name, PARALLEL_MIN_WORK, plan, early)
         log = _record_refusals(log, fused, generated)
         codegen_s = clock.lap()
-        # New kernels compile in worker processes while the launcher compiles here.
-        started = units.start(generated.units, config.cache_dir)
+        started = early.finish(generated.units)
         progress = compile_progress.current()
         progress.expect(generated.units, started)
         stepper = step_machine.launcher(generated.steps_plan) if generated.steps_plan else None

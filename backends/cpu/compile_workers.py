@@ -67,15 +67,24 @@ def worker_count() -> int:
     return max(0, min((cpus or 1) - 1, MAX_WORKERS))
 
 
-def submit(units: list, cache_dir: str | None) -> dict[str, Future]:
+def warm() -> bool:
+    """Whether every worker a compile may use has started and is warm (``prestart``), so
+    that kernels may go to them one by one as a program's writer finds them."""
+    count = worker_count()
+    return count > 0 and _ready(count)
+
+
+def submit(units: list, cache_dir: str | None, *, least: int | None = None) -> dict[str, Future]:
     """Start compiling ``units`` (new kernels, their modules written under ``cache_dir``)
     in worker processes; their futures by key, or none where this process compiles them
-    itself (no disk cache, no worker allowed, too few kernels). A future not yet running
-    can be cancelled: this process then compiles that kernel itself."""
+    itself (no disk cache, no worker allowed, fewer kernels than ``least``, by default
+    what pays: module doc). A future not yet running can be cancelled: this process then
+    compiles that kernel itself."""
     count = worker_count()
-    # llvmlite's kernels go to workers in small numbers only where they are warm.
-    cold = config.llvm_kernels and not _ready(count)
-    least = MIN_NEW_LLVMLITE_KERNELS if cold else MIN_NEW_KERNELS
+    if least is None:
+        # llvmlite's kernels go to workers in small numbers only where they are warm.
+        cold = config.llvm_kernels and not _ready(count)
+        least = MIN_NEW_LLVMLITE_KERNELS if cold else MIN_NEW_KERNELS
     if cache_dir is None or count == 0 or len(units) < least:
         return {}
     _start_threads(count)

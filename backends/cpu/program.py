@@ -86,14 +86,16 @@ class GeneratedProgram:
     liveness: Liveness | None = None
 
 
-def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None):
+def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None, on_unit=None):
     """The module source for ``jaxpr`` (constvars first, then invars, as arguments).
 
     Kernels with at least ``parallel_work`` (see ``work``) use prange. ``plan`` is a
     ``passes.MemoryPlan`` of ``jaxpr`` (None: every value its own array), whose proof
-    (``MemoryPlan.liveness``) the program is written by.
+    (``MemoryPlan.liveness``) the program is written by. ``on_unit(unit)`` is called as
+    each distinct kernel unit is first written (``units.EarlyStart``).
     """
     writer = _ProgramWriter(jaxpr, name, parallel_work, plan)
+    writer.on_unit = on_unit
     return writer.write()
 
 
@@ -139,6 +141,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         self.pooled: list[Var] = []
         # The distinct kernels written as units (``units.Unit``) and their index by key.
         self.units: list = []
+        self.on_unit = None  # called with each distinct unit as it is first written
         self.unit_index: dict[str, int] = {}
         self.steps = steps.Recorder()  # what each top-level line does, for ``steps``
         self.refusals: Counter = Counter()  # kernels split, by ``WriterRefusal``

@@ -54,8 +54,9 @@ A unit's module is compiled by llvmlite from its text where the translation know
 construct in it (``llvm_kernels``: milliseconds, no Numba typing or lowering), else by
 Numba as below; both read and write the same pointer table.
 
-A program's new kernels compile in worker processes while the launcher compiles here
-(``compile_workers.py``, ``start`` and ``addresses``).
+A program's new kernels compile in worker processes as the program is written and while
+the launcher compiles here (``compile_workers.py``, ``EarlyStart``, ``start`` and
+``addresses``).
 
 Why a call by address and not Numba's own call of an ``njit`` kernel: Numba links every
 callee's library into its caller and ``CodeLibrary.finalize`` runs the module pipeline and
@@ -68,23 +69,8 @@ A damaged kernel entry on disk is recompiled with a warning, as a damaged progra
 is (``cache._load_compiled``). The compile log counts a program's distinct kernels as
 new, taken from memory and loaded from disk, and times them apart from the launcher.
 
-Measured (``time.process_time``, 2 loaded cores; MLP training step ``jit(value_and_grad)``,
-float32, batch 32, width 128, ``tiered=False``, an empty ``NUMBAX_CACHE_DIR``): one
-``njit`` program 5.2-6.1 s at 4 layers, 8.6-9.6 s at 8 layers after 4 in the same
-process, 0.6 s in a second process with the disk cache; with units, 5.0-5.3 s at 4 layers
-(10 distinct kernels 2.4 s, launcher 2.8 s), then 8 layers in the same process 3.2-3.4 s
-(every kernel from memory: all of it is the launcher, whose twelve-plus ``np.dot`` call
-sites Numba types and LLVM compiles), a second process 0.8 s (each distinct kernel is a
-module to import and an index to read). A launcher calling a kernel 40 times costs 0.14 us
-more per call than one calling it once (3.5 ns a call).
-
-Products as units (same step and measure, runs alternating with the commit before): 4
-layers cold 3.62-4.06 s (before 3.80-5.57 s; the launcher 0.9-1.1 s, before 2.9-3.0 s;
-18 distinct kernels 2.7 s, the 8 products about 0.3 of it: with Numba's ``np.dot`` in
-them they took 1.9 s), 8 layers after 4 in the same process 1.03-1.26 s (before
-2.45-2.62 s), a second process with the disk cache 0.59 s (before 0.59-0.63 s). Steady
-calls are unchanged (best of 30 x 30 calls: 4 layers 191-198 us, before 193-207 us; 8
-layers 378-390 us, before 381-397 us): one BLAS call per batch.
+What units saved against one ``njit`` program, cold and warm, is measured in
+``benchmarks/RESULTS.md`` (sessions of 2026-12-04: kernels and products as units).
 """
 
 from __future__ import annotations
@@ -388,6 +374,8 @@ def write_call(program: _ProgramWriter, written: Written) -> None:
     index = program.unit_index.setdefault(written.unit.key, len(program.units))
     if index == len(program.units):
         program.units.append(written.unit)
+        if program.on_unit is not None:
+            program.on_unit(written.unit)
     program.modules.add(LAUNCH_MODULE)
     program.mentioned.add(ADDRESSES)
     arguments = [_argument(program, atom) for atom in written.parameters]
@@ -428,19 +416,60 @@ def start(units: list[Unit], cache_dir: str | None) -> dict:
         return {}
     from . import compile_workers
 
-    folder = Path(cache_dir) / "cpu"
-    new = [
-        unit
-        for unit in units
-        if unit.key not in _COMPILED
-        and not _compiled_files(folder, (unit.module_name,))
-        and not llvm_kernels.cached(unit, cache_dir)
-    ]
+    new = [unit for unit in units if _new(unit, cache_dir)]
     if len(new) < compile_workers.MIN_NEW_KERNELS or compile_workers.worker_count() == 0:
         return {}
     for unit in new:
         load_module(unit.source, unit.module_name, cache_dir)
     return compile_workers.submit(new, cache_dir)
+
+
+def _new(unit: Unit, cache_dir: str) -> bool:
+    """Whether ``unit``'s kernel is neither in this process nor in the disk cache."""
+    return (
+        unit.key not in _COMPILED
+        and not _compiled_files(Path(cache_dir) / "cpu", (unit.module_name,))
+        and not llvm_kernels.cached(unit, cache_dir)
+    )
+
+
+class EarlyStart:
+    """New kernels handed to warm compile workers as the program's writer finds them
+    (``write_program``'s ``on_unit``), so that they compile while the rest of the program
+    is written: a model's distinct kernels are found in its first layers, and writing its
+    other layers (0.1 s of an 8-layer transformer step) left the workers' cores idle.
+    Cold workers, or fewer than ``MIN_NEW_KERNELS`` new kernels in all, wait for
+    ``finish``, which decides as ``start`` does."""
+
+    def __init__(self, cache_dir: str | None):
+        from . import compile_workers
+
+        self.cache_dir = cache_dir
+        self.futures: dict = {}
+        self.found: list[Unit] = []  # new kernels not handed over yet
+        self.streaming = cache_dir is not None and compile_workers.warm()
+
+    def __call__(self, unit: Unit) -> None:
+        from . import compile_workers
+
+        if not self.streaming or not _new(unit, self.cache_dir):
+            return
+        self.found.append(unit)
+        if len(self.found) + len(self.futures) < compile_workers.MIN_NEW_KERNELS:
+            return
+        for new in self.found:
+            load_module(new.source, new.module_name, self.cache_dir)
+        self.futures.update(compile_workers.submit(self.found, self.cache_dir, least=1))
+        self.found = []
+
+    def finish(self, units: list[Unit]) -> dict:
+        """The futures of ``units``' new kernels, as ``start`` gives them: those handed
+        over early (a kernel the writer dropped again is not waited for), else all of
+        them now."""
+        if not self.futures:
+            return start(units, self.cache_dir)
+        keys = {unit.key for unit in units}
+        return {key: future for key, future in self.futures.items() if key in keys}
 
 
 def addresses(

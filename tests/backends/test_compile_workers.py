@@ -201,3 +201,36 @@ def test_few_llvmlite_kernels_go_to_workers_only_once_they_are_warm(cache_dir, m
     executable = cpu.backend.compile(numbax.make_jaxpr(_layers)(X, W), "layers")
     for got, want in zip(executable(X, W), _layers(X, W), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_warm_workers_take_kernels_as_the_program_is_written(cache_dir, monkeypatch):
+    """A program's new kernels go to warm workers as its writer finds them, before the
+    rest of the program is written (``units.EarlyStart``); each is handed over once."""
+    from numbax.backends.cpu import program as program_module
+
+    compile_workers.prestart(str(cache_dir))
+    events = []
+    submit, write_program = compile_workers.submit, program_module.write_program
+
+    def submitting(new, folder, **options):
+        events.append(("submit", [unit.key for unit in new]))
+        return submit(new, folder, **options)
+
+    def writing(*args, **kwargs):
+        generated = write_program(*args, **kwargs)
+        events.append(("written", [unit.key for unit in generated.units]))
+        return generated
+
+    monkeypatch.setattr(compile_workers, "submit", submitting)
+    monkeypatch.setattr(program_module, "write_program", writing)
+    executable = cpu.backend.compile(numbax.make_jaxpr(_layers)(X, W), "layers")
+    for got, want in zip(executable(X, W), _layers(X, W), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    written = events.index(next(e for e in events if e[0] == "written"))
+    handed = [key for kind, keys in events[:written] if kind == "submit" for key in keys]
+    keys = events[written][1]
+    assert len(keys) > compile_workers.MIN_NEW_KERNELS
+    assert sorted(handed) == sorted(keys)  # all before the writer was done, each once
+    assert not [e for e in events[written + 1 :] if e[0] == "submit"]
+    kernels = executable.compile_stats.kernels
+    assert kernels["worker"] + kernels["compiled"] == len(keys) and kernels["worker"] >= 1
