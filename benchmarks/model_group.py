@@ -13,6 +13,9 @@ For every workload of model_workloads.py, in three phases:
 3. with `--loaded`: the steady state again with two busy-loop processes running beside
    it; each library's slowdown is its loaded median over its quiet median (issue #36).
 
+With both transformer_2 and transformer_8 in the run, their time to compiled code is also
+taken as pairs of fresh processes in turns (`layer_scaling`, issue #34's 8/2 target).
+
 The table (report.models_table) has one line per workload; results.json keeps every row.
 """
 
@@ -113,6 +116,32 @@ def cold_result(
     return WorkloadResult(cold, list(rows.values()), time.perf_counter() - start), caches
 
 
+# Issue #34's 8-layer / 2-layer target, measured in turns (``layer_scaling``).
+LAYER_PAIR = ("transformer_2", "transformer_8")
+
+
+def layer_scaling(scale: str, samples: int, scratch_dir: str) -> dict[str, list[tuple]]:
+    """Each library's time to compiled code of the 2- and 8-layer transformer steps as
+    ``samples`` pairs of fresh processes, the two in turns (2 then 8, then 8 then 2): the
+    table's two rows are minutes apart, and this machine's speed drifts over minutes (the
+    same 8-layer compile took 0.98-1.18 s in one run and 1.26-1.41 s in the next), which
+    a ratio of the rows takes for the program's. A library that fails is left out (its
+    rows say why)."""
+    pairs: dict[str, list[tuple]] = {}
+    for library in COLD_LIBRARIES:
+        try:
+            for sample in range(samples):
+                names = LAYER_PAIR if sample % 2 == 0 else LAYER_PAIR[::-1]
+                seconds = {
+                    name: first_compile_call(library, name, scale, scratch_dir)()[0]
+                    for name in names
+                }
+                pairs.setdefault(library, []).append(tuple(seconds[n] for n in LAYER_PAIR))
+        except (NotSupportedYet, RuntimeError):
+            pairs.pop(library, None)
+    return pairs
+
+
 # --- phase 3: beside busy processes -------------------------------------------------------
 
 
@@ -142,7 +171,7 @@ def run(
     """The three phases over `workloads`: the results by phase."""
     from numbax.config import config
 
-    phases: dict[str, list[WorkloadResult]] = {"cold": [], "steady": [], "loaded": []}
+    phases: dict[str, list] = {"cold": [], "steady": [], "loaded": [], "scaling": {}}
     # numbax compiled each program in its last cold process: its rows load it from there.
     caches = {}
     for index, workload in enumerate(workloads, start=1):
@@ -155,6 +184,9 @@ def run(
             caches[workload.name] = cold_caches.get("numbax", caches[workload.name])
         config.cache_dir = caches[workload.name]
         phases["steady"] += run_suite([workload], peers, settings_for, _progress)
+    if cold_samples and set(LAYER_PAIR) <= {w.name for w in workloads}:
+        _progress(f"models: {LAYER_PAIR[1]} / {LAYER_PAIR[0]} cold, {cold_samples} pairs in turns")
+        phases["scaling"] = layer_scaling(scale, cold_samples, scratch_dir)
     if loaded:
         _progress(f"models: steady state again beside {BUSY_PROCESSES} busy-loop processes")
         busy = start_busy_loops()
@@ -200,7 +232,9 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
     machine["load_average_end"] = load_average()
 
     table = report.models_table(phases["steady"], phases["cold"], phases["loaded"])
-    summary = report.models_summary(phases["steady"], phases["cold"], phases["loaded"])
+    summary = report.models_summary(
+        phases["steady"], phases["cold"], phases["loaded"], phases["scaling"]
+    )
     heading = report.models_heading(machine, options)
     text = "\n".join([*heading, *summary, "", *table])
     print(text)
@@ -213,6 +247,7 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
     ]
     payload = report.to_json(every_row, machine, options)
     payload["models_summary"] = summary
+    payload["layer_scaling_pairs"] = phases["scaling"]
     (args.out / "models.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     print(f"wrote {args.out / 'models.md'}, {args.out / 'models.json'}", file=sys.stderr)
 

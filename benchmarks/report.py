@@ -6,7 +6,7 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from statistics import geometric_mean
+from statistics import geometric_mean, median
 
 from .implementation import COMPILED_FIRST_CALL
 from .machine import one_line, software_line
@@ -397,10 +397,12 @@ def models_summary(
     steady: list[WorkloadResult],
     cold: list[WorkloadResult],
     loaded: list[WorkloadResult] | None = None,
+    scaling: dict[str, list[tuple[float, float]]] | None = None,
 ) -> list[str]:
     """The group's figures as issues #34 and #36 state their targets: numbax over JAX cold
-    and steady, the 8-layer transformer's compile over the 2-layer one's, and numbax's
-    slowdown beside busy processes over JAX's."""
+    and steady, the 8-layer transformer's compile over the 2-layer one's (from the table's
+    rows, and from ``scaling``'s pairs taken in turns: ``layer_scaling_line``), and
+    numbax's slowdown beside busy processes over JAX's."""
     lines = []
     steady_ratios = {
         r.workload.name: ratio
@@ -415,6 +417,7 @@ def models_summary(
     }
     lines.append(_geometric_mean_line("numbax cold / jax first call", cold_ratios))
     lines.append(_geometric_mean_line("numbax steady / jax steady", steady_ratios))
+    scaling_pairs = scaling
     two, eight = cold_by.get("transformer_2"), cold_by.get("transformer_8")
     scaling = [
         f"{library} {_format_ratio(ratio)}"
@@ -423,7 +426,8 @@ def models_summary(
     ]
     if scaling:
         ratios = ", ".join(scaling)
-        lines.append(f"transformer 8 layers / 2 layers, time to compiled code: {ratios}")
+        lines.append(f"transformer 8 layers / 2 layers, time to compiled code, rows: {ratios}")
+    lines.append(layer_scaling_line(scaling_pairs))
     if loaded:
         steady_by = _by_name(steady)
         slowdowns = {}
@@ -447,6 +451,28 @@ def models_summary(
                 f"jax's {_format_ratio(numbax_mean / jax_mean)}"
             )
     return [line for line in lines if line is not None]
+
+
+def layer_scaling_line(pairs: dict[str, list[tuple[float, float]]] | None) -> str | None:
+    """The 8-layer transformer's time to compiled code over the 2-layer one's, from pairs
+    of fresh processes taken in turns (``model_group.layer_scaling``): the median of each
+    library's pair ratios, and their range."""
+    if not pairs:
+        return None
+    parts = []
+    for library, library_pairs in pairs.items():
+        ratios = sorted(eight / two for two, eight in library_pairs if two > 0)
+        if ratios:
+            middle = median(ratios)
+            spread = f"{_format_ratio(ratios[0])}–{_format_ratio(ratios[-1])}"
+            parts.append(f"{library} {_format_ratio(middle)} ({spread})")
+    if not parts:
+        return None
+    count = max(len(p) for p in pairs.values())
+    return (
+        f"transformer 8 layers / 2 layers, time to compiled code, {count} pairs taken in "
+        f"turns: {', '.join(parts)}"
+    )
 
 
 def models_heading(machine: dict, options: dict) -> list[str]:

@@ -159,3 +159,32 @@ def test_models_is_a_group_with_its_own_options():
         parse_args(["--loaded"])
     with pytest.raises(SystemExit):
         parse_args(["--group", "models", "--only", "chain"])
+
+
+def test_the_layer_ratio_is_taken_from_pairs_in_turns(monkeypatch):
+    """Issue #34's 8-layer / 2-layer ratio: pairs of fresh processes, 2 then 8, then 8
+    then 2, so the machine's drift between the table's rows does not enter it."""
+    from benchmarks import model_group
+
+    calls, seconds = [], {"transformer_2": 1.0, "transformer_8": 1.5}
+
+    def fake_first_compile_call(library, name, scale, scratch_dir):
+        def run():
+            calls.append((library, name))
+            factor = 2.0 if library == "jax" else 1.0 + 0.1 * len(calls)
+            return seconds[name] * factor, [], scratch_dir
+
+        return run
+
+    monkeypatch.setattr(model_group, "first_compile_call", fake_first_compile_call)
+    pairs = model_group.layer_scaling("quick", 2, "/nowhere")
+    assert [name[-1] for _, name in calls] == ["2", "8", "8", "2"] * 2
+    assert set(pairs) == {"numbax", "jax"} and all(len(p) == 2 for p in pairs.values())
+    assert pairs["jax"] == [(2.0, 3.0), (2.0, 3.0)]
+    line = report.layer_scaling_line(pairs)
+    assert line.startswith("transformer 8 layers / 2 layers, time to compiled code, 2 pairs")
+    assert "jax 1.50x (1.50x–1.50x)" in line
+    numbax_ratios = sorted(eight / two for two, eight in pairs["numbax"])
+    low, high = report._format_ratio(numbax_ratios[0]), report._format_ratio(numbax_ratios[-1])
+    assert f"({low}–{high})" in line
+    assert report.layer_scaling_line({}) is None
