@@ -218,33 +218,38 @@ def dot_of_transpose(eqn, ctx):
 @SIMPLIFICATIONS.rule("dot_general")
 def dot_of_batch_broadcast(eqn, ctx):
     """A batched matmul whose right operand is the same matrix in every batch (broadcast
-    along the batch dims, as ``(R, Q, 1, P) @ (P, P)`` traces) is one product of the left
-    operand's every row with that matrix: its batch dims become free dims, and the
-    backend runs one large GEMM instead of a GEMM per batch over a broadcast copy."""
+    along the batch dims, as ``(R, Q, 1, P) @ (P, P)`` traces, or from size-1 dims, as
+    ``x @ w[i, j]`` of a 4-D ``w`` becomes once its squeeze and broadcast are one) is one
+    product of the left operand's every row with that matrix: its batch dims become free
+    dims, and the backend runs one large GEMM instead of a GEMM per batch over a
+    broadcast copy."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
     broadcast = ctx.producer(eqn.inputs[1], "broadcast_in_dim")
     if broadcast is None or not rhs_batch:
         return None
     source, dims = broadcast.inputs[0], tuple(broadcast.params["broadcast_dimensions"])
-    lhs = eqn.inputs[0]
+    lhs, rhs = eqn.inputs
     kept = [d for d in range(lhs.aval.ndim) if d not in lhs_contract]
     # The product's layout is (batch, lhs free, rhs free); without batch dims it is
     # (lhs dims but the contracted ones, rhs free): the same when lhs leads with them.
     same_layout = kept == list(lhs_batch) + [d for d in kept if d not in lhs_batch]
-    rhs = eqn.inputs[1]
     if any(d not in dims for d in range(rhs.aval.ndim) if d not in rhs_batch):
         return None  # broadcast along a contracted or free dim too: not one matrix
-    widened = any(source.aval.shape[k] != eqn.inputs[1].aval.shape[d] for k, d in enumerate(dims))
-    if (
-        any(d in dims for d in rhs_batch)
-        or widened
-        or not same_layout
-        or list(dims) != sorted(dims)
-    ):
+    if not same_layout or list(dims) != sorted(dims):
         return None
-    contract = tuple(dims.index(d) for d in rhs_contract)
+    # The source's dims: a batch dim's is of size 1 (broadcast along it), the matrix's
+    # dims are as they are (none widened).
+    matrix_dims = []  # the rhs dims the matrix keeps, in order
+    for k, d in enumerate(dims):
+        size = source.aval.shape[k]
+        if d in rhs_batch and size != 1 or d not in rhs_batch and size != rhs.aval.shape[d]:
+            return None
+        if d not in rhs_batch:
+            matrix_dims.append(d)
+    matrix = reshape_to(ctx, source, tuple(rhs.aval.shape[d] for d in matrix_dims))
+    contract = tuple(matrix_dims.index(d) for d in rhs_contract)
     numbers = ((tuple(lhs_contract), contract), ((), ()))
-    return ctx.emit("dot_general", [lhs, source], dimension_numbers=numbers)
+    return ctx.emit("dot_general", [lhs, matrix], dimension_numbers=numbers)
 
 
 @SIMPLIFICATIONS.rule("transpose")
