@@ -397,11 +397,11 @@ def models_summary(
     steady: list[WorkloadResult],
     cold: list[WorkloadResult],
     loaded: list[WorkloadResult] | None = None,
-    scaling: dict[str, list[tuple[float, float]]] | None = None,
+    layer_pairs: dict[str, list[tuple[float, float]]] | None = None,
 ) -> list[str]:
     """The group's figures as issues #34 and #36 state their targets: numbax over JAX cold
     and steady, the 8-layer transformer's compile over the 2-layer one's (from the table's
-    rows, and from ``scaling``'s pairs taken in turns: ``layer_scaling_line``), and
+    rows, and from ``layer_pairs`` taken in turns: ``layer_scaling_line``), and
     numbax's slowdown beside busy processes over JAX's."""
     lines = []
     steady_ratios = {
@@ -417,7 +417,6 @@ def models_summary(
     }
     lines.append(_geometric_mean_line("numbax cold / jax first call", cold_ratios))
     lines.append(_geometric_mean_line("numbax steady / jax steady", steady_ratios))
-    scaling_pairs = scaling
     two, eight = cold_by.get("transformer_2"), cold_by.get("transformer_8")
     scaling = [
         f"{library} {_format_ratio(ratio)}"
@@ -427,7 +426,7 @@ def models_summary(
     if scaling:
         ratios = ", ".join(scaling)
         lines.append(f"transformer 8 layers / 2 layers, time to compiled code, rows: {ratios}")
-    lines.append(layer_scaling_line(scaling_pairs))
+    lines.append(layer_scaling_line(layer_pairs))
     if loaded:
         steady_by = _by_name(steady)
         slowdowns = {}

@@ -6,19 +6,18 @@ Literals compare by their bytes, so ``-0.0`` and ``0.0`` stay different constant
 sub-jaxprs compare by structure, so two identical kernels are merged after fusion.
 
 One pass leaves nothing to merge (each equation is keyed by the inputs it reads once
-rewritten), so a jaxpr CSE made, or found nothing to change in, is remembered (``_DONE``,
-per object: a jaxpr is not changed once built) and given back as it is: fusion's kernel
-bodies, merged as each is built, are not walked again by the cleanup after fusion.
+rewritten): a jaxpr CSE made or left alone is given back as it is
+(``rewrite.done_in_one_run``), so fusion's kernel bodies, merged as each is built, are not
+walked again by the cleanup after fusion.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 
 from ..ir.core import ClosedJaxpr, Jaxpr
 from ..ir.primitive import has_side_effects
-from .rewrite import Rebuilder, atom_key, map_subjaxprs, params_key
+from .rewrite import Rebuilder, atom_key, done_in_one_run, map_subjaxprs, params_key
 
 
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
@@ -26,14 +25,10 @@ def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     return ClosedJaxpr(eliminate_common_subexpressions(closed.jaxpr, counts), closed.consts), counts
 
 
-_DONE: weakref.WeakSet = weakref.WeakSet()  # jaxprs CSE leaves as they are
-
-
+@done_in_one_run
 def eliminate_common_subexpressions(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
     """``jaxpr`` with each repeated computation computed once; ``jaxpr`` itself where
     there is none."""
-    if jaxpr in _DONE:
-        return jaxpr
     counts = Counter() if counts is None else counts
     out = Rebuilder()
     seen: dict = {}
@@ -56,6 +51,4 @@ def eliminate_common_subexpressions(jaxpr: Jaxpr, counts: Counter | None = None)
         changed = True
         for var, same in zip(eqn.outputs, earlier, strict=True):
             out.alias(var, same)
-    result = out.finish(jaxpr) if changed else jaxpr
-    _DONE.add(result)
-    return result
+    return out.finish(jaxpr) if changed else jaxpr

@@ -9,20 +9,19 @@ sub-jaxprs no longer read are dropped as well. Loop bodies (``while``, ``scan``)
 their signature: a carry feeds the next iteration even when the caller ignores it
 (``loop_dce`` works out which carries nothing needs).
 
-A jaxpr DCE made, or found nothing dead in, has nothing dead (one backward pass sees every
-read), so it is remembered (``_DONE``, per object: a jaxpr is not changed once built) and
-given back as it is: the cleanup after fusion does not rebuild every kernel each round.
+One backward pass sees every read, so a jaxpr DCE made or left alone has nothing dead and
+is given back as it is (``rewrite.done_in_one_run``): the cleanup after fusion does not
+rebuild every kernel each round.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import has_side_effects
 from . import kernels
-from .rewrite import map_subjaxprs
+from .rewrite import done_in_one_run, map_subjaxprs
 
 CALLS = ("jit_call", "checkpoint", "kernel")
 
@@ -38,14 +37,10 @@ def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     return ClosedJaxpr(jaxpr, [c for _, c in kept]), counts
 
 
-_DONE: weakref.WeakSet = weakref.WeakSet()  # jaxprs DCE leaves as they are
-
-
+@done_in_one_run
 def eliminate_dead_code(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
     """``jaxpr`` without dead equations; same constvars, invars and outvars (``jaxpr``
     itself where nothing is dead)."""
-    if jaxpr in _DONE:
-        return jaxpr
     counts = Counter() if counts is None else counts
     live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept: list[Eqn] = []
@@ -60,9 +55,7 @@ def eliminate_dead_code(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
         changed |= eqn is not original
         live.update(a for a in eqn.inputs if isinstance(a, Var))
         kept.append(eqn)
-    result = Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars) if changed else jaxpr
-    _DONE.add(result)
-    return result
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars) if changed else jaxpr
 
 
 def _prune(eqn: Eqn, used: list[bool], counts: Counter) -> Eqn:

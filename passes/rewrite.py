@@ -7,6 +7,7 @@ the ``Var`` objects that do not change.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 from collections import Counter
@@ -89,6 +90,25 @@ class Rebuilder:
             list(self.eqns),  # its own list: a jaxpr is not changed once built (jaxpr_key)
             [self.read(v) for v in jaxpr.outvars],
         )
+
+
+def done_in_one_run(transform: Callable[..., Jaxpr]) -> Callable[..., Jaxpr]:
+    """``transform(jaxpr, ...)``, a rewrite that one run takes to its fixed point (and
+    that returns ``jaxpr`` itself where it changes nothing), given back at once for a
+    jaxpr it made or left as it is: remembered per object (a jaxpr is not changed once
+    built), so a cleanup round does not walk again what an earlier one finished, fusion's
+    kernel bodies included. A recursive call by the decorated name is remembered too."""
+    done: weakref.WeakSet = weakref.WeakSet()
+
+    @functools.wraps(transform)
+    def remembered(jaxpr: Jaxpr, *args, **kwargs) -> Jaxpr:
+        if jaxpr in done:
+            return jaxpr
+        result = transform(jaxpr, *args, **kwargs)
+        done.add(result)
+        return result
+
+    return remembered
 
 
 # ---------------------------------------------------------------------------- constants

@@ -94,15 +94,13 @@ def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None, on_uni
     (``MemoryPlan.liveness``) the program is written by. ``on_unit(unit)`` is called as
     each distinct kernel unit is first written (``units.EarlyStart``).
     """
-    writer = _ProgramWriter(jaxpr, name, parallel_work, plan)
-    writer.on_unit = on_unit
-    return writer.write()
+    return _ProgramWriter(jaxpr, name, parallel_work, plan, on_unit).write()
 
 
 class _ProgramWriter(KindWriters, ModuleWriter):
     """Names, constants, imports and the function body; kernels are written into it."""
 
-    def __init__(self, jaxpr: Jaxpr, name: str, parallel_work: int, plan):
+    def __init__(self, jaxpr: Jaxpr, name: str, parallel_work: int, plan, on_unit=None):
         self.jaxpr = jaxpr
         self.name_text = name
         self.parallel_work = parallel_work
@@ -141,7 +139,7 @@ class _ProgramWriter(KindWriters, ModuleWriter):
         self.pooled: list[Var] = []
         # The distinct kernels written as units (``units.Unit``) and their index by key.
         self.units: list = []
-        self.on_unit = None  # called with each distinct unit as it is first written
+        self.on_unit = on_unit  # called with each distinct unit as it is first written
         self.unit_index: dict[str, int] = {}
         self.steps = steps.Recorder()  # what each top-level line does, for ``steps``
         self.refusals: Counter = Counter()  # kernels split, by ``WriterRefusal``

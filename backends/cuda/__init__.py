@@ -55,7 +55,7 @@ class CudaBackend:
 
     def lower(self, closed: ClosedJaxpr, name: str = "fn") -> CudaProgram:
         """The fused program and its generated kernels, not compiled."""
-        closed, log = optimize(closed, name=name, memory_plan=False)
+        closed, log = optimize(closed, name=name, memory_plan=not self.plans_memory)
         return build_program(closed, name, self.options, log)
 
     def clear_caches(self) -> None:
@@ -72,7 +72,7 @@ class CudaBackend:
         """The executable of ``closed``, whose last outputs the caller writes into its
         arguments ``writes`` (``backends.results``)."""
         clock = Stopwatch()
-        fused, log = optimize(closed, name=name, memory_plan=False)
+        fused, log = optimize(closed, name=name, memory_plan=not self.plans_memory)
         optimize_s = clock.lap()
         program = build_program(fused, name, self.options, log)
         codegen_s = clock.lap()

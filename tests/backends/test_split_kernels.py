@@ -9,38 +9,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import switches
+from kernel_programs import across_rows
 
 from numbax.backends import get_backend
 from numbax.config import cuda_simulator
-from numbax.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
-from numbax.ir.higher_order import kernel_p
+from numbax.ir.core import ClosedJaxpr, Literal
 from numbax.ir.interpret import eval_jaxpr
-from numbax.ir.primitive import PRIMITIVES
 
-SQUARE = ShapedArray((3, 3), np.dtype("float32"))
 RETURNS = {
     "made": lambda x, out: [out],
     "input": lambda x, out: [out, x],
     "twice": lambda x, out: [out, out],
     "literal": lambda x, out: [out, Literal(2.5, np.float32)],
 }
-
-
-def across_rows(returns) -> ClosedJaxpr:
-    """One reduction kernel whose epilogue reads other rows' sums (fusion never makes
-    it; no backend writes it as one kernel), returning ``returns(x, x * x.sum(1))``."""
-    x, sums, across, out = Var(SQUARE), Var(SQUARE.update(shape=(3,))), Var(SQUARE), Var(SQUARE)
-    broadcast = {"shape": (3, 3), "broadcast_dimensions": (1,)}
-    eqns = [
-        Eqn(PRIMITIVES["reduce_sum"], [x], [sums], {"axes": (1,)}),
-        Eqn(PRIMITIVES["broadcast_in_dim"], [sums], [across], broadcast),
-        Eqn(PRIMITIVES["mul"], [x, across], [out], {}),
-    ]
-    body = Jaxpr([], [x], eqns, returns(x, out))
-    outer_x, outputs = Var(SQUARE), [Var(v.aval) for v in body.outvars]
-    params = {"jaxpr": body, "kind": "reduction", "name": "across_rows"}
-    program = Jaxpr([], [outer_x], [Eqn(kernel_p, [outer_x], outputs, params)], outputs)
-    return ClosedJaxpr(program, [])
 
 
 def run_cpu(closed: ClosedJaxpr, data):

@@ -6,10 +6,11 @@ the split program computes what the kernel does."""
 from __future__ import annotations
 
 import numpy as np
+from kernel_programs import SQUARE, across_rows
 from passes_util import trace
 
 from numbax import ir
-from numbax.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from numbax.ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from numbax.ir.higher_order import kernel_p
 from numbax.ir.interpret import eval_jaxpr
 from numbax.ir.primitive import PRIMITIVES
@@ -17,24 +18,6 @@ from numbax.passes import optimize
 from numbax.passes.kernels import as_kernel, classify, split_into_ops
 
 rng = np.random.default_rng(3)
-SQUARE = ShapedArray((3, 3), np.dtype("float32"))
-
-
-def across_rows(outvars_of) -> tuple[ClosedJaxpr, Jaxpr]:
-    """A program of one reduction kernel ``x * x.sum(1)`` broadcast across the rows (a
-    body no fusion makes), whose results are ``outvars_of(x, out)`` of its body."""
-    x, sums, across, out = Var(SQUARE), Var(SQUARE.update(shape=(3,))), Var(SQUARE), Var(SQUARE)
-    broadcast = {"shape": (3, 3), "broadcast_dimensions": (1,)}
-    eqns = [
-        Eqn(PRIMITIVES["reduce_sum"], [x], [sums], {"axes": (1,)}),
-        Eqn(PRIMITIVES["broadcast_in_dim"], [sums], [across], broadcast),
-        Eqn(PRIMITIVES["mul"], [x, across], [out], {}),
-    ]
-    body = Jaxpr([], [x], eqns, outvars_of(x, out))
-    outer_x, outputs = Var(SQUARE), [Var(v.aval) for v in body.outvars]
-    params = {"jaxpr": body, "kind": "reduction", "name": "across_rows"}
-    kernel = Eqn(kernel_p, [outer_x], outputs, params, "user.py:7")
-    return ClosedJaxpr(Jaxpr([], [outer_x], [kernel], outputs), []), body
 
 
 def split_program(closed: ClosedJaxpr) -> Jaxpr:
@@ -57,7 +40,7 @@ def test_a_plain_eqn_is_the_kernel_of_one_op_fusion_builds():
 
 
 def test_a_split_kernel_computes_what_the_kernel_does():
-    closed, body = across_rows(lambda x, out: [out])
+    closed = across_rows(lambda x, out: [out])
     split = split_program(closed)
     ir.typecheck(ClosedJaxpr(split, []))
     assert [e.params["name"] for e in split.eqns] == ["reduce_sum", "broadcast_in_dim", "mul"]
@@ -70,7 +53,7 @@ def test_a_split_kernel_computes_what_the_kernel_does():
 def test_an_output_no_op_makes_is_a_copy_kernel():
     """The body returns its input, a value at a second position, and a literal: each is
     copied into its output by an elementwise kernel of no op."""
-    closed, _ = across_rows(lambda x, out: [out, x, out, Literal(2.5, np.float32)])
+    closed = across_rows(lambda x, out: [out, x, out, Literal(2.5, np.float32)])
     split = split_program(closed)
     ir.typecheck(ClosedJaxpr(split, []))
     copies = [e for e in split.eqns if e.params["name"] == "copy"]
