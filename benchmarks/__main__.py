@@ -50,6 +50,7 @@ WORKLOAD_BUDGET_S = {"quick": 0.4, "full": 12.0}
 SAMPLES = {"quick": (2, 5), "full": (3, 30)}  # (min, max) when --repeat is not given
 MIN_SAMPLE_S = {"quick": 1e-3, "full": 0.02}
 SETTLE_S = {"quick": 0.05, "full": 0.3}  # see timing.py: other libraries' threads go idle
+WARMUP_S = {"quick": 0.0, "full": 0.15}  # see timing.py: the row's threads spread again
 
 # Every workload, in run order. The kernels group takes minutes at full size, so the default
 # run (CI's) leaves it out; `--group kernels` or `--group all` runs it, `--only` any of it.
@@ -207,6 +208,7 @@ def settings_for(args: argparse.Namespace):
             max_samples=max_samples,
             min_sample_s=MIN_SAMPLE_S[mode],
             settle_s=SETTLE_S[mode],
+            warmup_s=WARMUP_S[mode],
         )
 
     return settings

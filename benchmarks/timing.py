@@ -19,6 +19,14 @@
   after their last job (OpenBLAS does; NumPy and SciPy, which Numba's np.dot calls, each
   load their own OpenBLAS), and on a machine with few cores the previous row's spinning
   pool slows this row's BLAS calls several times over, measured here.
+- After the settle, the row warms up again, untimed, for `warmup_s` (single-call rows, each
+  a new compile or process, do not). Measured on this machine (a KVM guest, 2 vCPUs): after
+  0.1 s or more of idle, the scheduler wakes a library's worker thread on the CPU the
+  calling thread is on and leaves it there for 40-100 ms, so two threads share one CPU:
+  the MLP step's calls took 3.7-4.5 ms (its one-thread time) for 10-30 calls, then 2.2 ms
+  back to back. A block of one 20 ms sample after the settle timed only that window, for
+  every library (JAX's step 2.0-2.4 ms against 1.7 ms); a training loop, whose steps run
+  back to back, never sees it.
 - The garbage collector is off during a sample, as in `timeit`, so a collection triggered by
   one library's garbage is not billed to the next.
 """
@@ -42,6 +50,7 @@ class TimingSettings:
     max_samples: int
     min_sample_s: float
     settle_s: float
+    warmup_s: float = 0.0
     max_calls_per_sample: int = 100_000
 
 
@@ -108,6 +117,13 @@ def _calls_per_sample(contender: Contender, settings: TimingSettings) -> int:
     return min(wanted, settings.max_calls_per_sample)
 
 
+def _warm_up(contender: Contender, seconds: float) -> None:
+    """Untimed calls for ``seconds`` (see the module doc); none where ``seconds`` is 0."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        contender.sync(contender.call())
+
+
 def _share(wanted: int, taken: int, rounds_left: int) -> int:
     """This round's part of the samples still wanted, rounded up."""
     return max(0, math.ceil((wanted - taken) / rounds_left))
@@ -157,6 +173,8 @@ def measure_in_turns(
             try:
                 if round_index == 0 and not single_call_samples:
                     calls[index] = _calls_per_sample(contender, settings)
+                if not single_call_samples:
+                    _warm_up(contender, settings.warmup_s)
                 start = time.perf_counter()
                 samples += _block(
                     contender,

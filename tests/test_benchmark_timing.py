@@ -67,3 +67,20 @@ def test_one_sample_is_taken_once():
     log: list[str] = []
     timings = measure_in_turns([_recording("a", log)], _settings(1), single_call_samples=True)
     assert len(timings[0].samples_s) == 1 and log.count("a") == 1
+
+
+def test_each_block_warms_up_untimed_after_its_settle_and_single_calls_do_not():
+    """Every block of a row that is not single-call runs untimed calls for ``warmup_s``
+    before its samples (the module doc: the threads spread again after the settle); the
+    count of calls shows them. Single-call rows (new compiles, new processes) never warm up."""
+    warm = TimingSettings(
+        budget_s=0.0, min_samples=3, max_samples=3, min_sample_s=0.0, settle_s=0.0, warmup_s=0.02
+    )
+    log: list[str] = []
+    timings = measure_in_turns([_recording("a", log)], warm)
+    assert len(timings[0].samples_s) == 3
+    # One calibration call, three samples, and the warm-up's calls (at least one a block).
+    assert log.count("a") >= 1 + 3 + 3
+    log.clear()
+    measure_in_turns([_recording("a", log)], warm, single_call_samples=True)
+    assert log.count("a") == 3
