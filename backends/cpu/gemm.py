@@ -20,7 +20,10 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import get_cython_function_address, intrinsic
 
+from . import packed_gemm
 from .contraction import COLUMNS, DEPTH
+from .packed_gemm import LEAST_MULTIPLIES
+from .packed_gemm import SYMBOL as PACKED_SYMBOL
 
 for _name in ("sgemm", "dgemm", "sgemv", "dgemv"):
     llvm.add_symbol(
@@ -54,6 +57,7 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             raise TypingError(f"gemm's {name} are a tuple of {count} integers, not {group}")
     letter = "s" if a.dtype == types.float32 else "d"
     symbol, vector_symbol = f"numbax_{letter}gemm", f"numbax_{letter}gemv"
+    packed = letter == "s" and packed_gemm.available()  # float32 on AVX-512
 
     def codegen(context, builder, signature, values):
         i32, i8 = ir.IntType(32), ir.IntType(8)
@@ -115,6 +119,54 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
                 ],
             )
 
+        def blas():
+            # Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+            call(
+                symbol,
+                [
+                    by_reference(flag(b_t)),
+                    by_reference(flag(a_t)),
+                    by_reference(n),
+                    by_reference(m),
+                    by_reference(k),
+                    one,
+                    b_data,
+                    by_reference(ldb),
+                    a_data,
+                    by_reference(lda),
+                    zero,
+                    c_data,
+                    by_reference(ldc),
+                ],
+            )
+
+        def packed_or_blas(a_t, b_t, lda, ldb, ldc):
+            """numbax's packed product (``packed_gemm``) where it is worth its packing,
+            else BLAS's."""
+            i64 = ir.IntType(64)
+            wide = [builder.sext(v, i64) for v in (m, n, k, lda, ldb, ldc)]
+            multiplies = builder.mul(builder.mul(wide[0], wide[1]), wide[2])
+            large = builder.icmp_signed(">=", multiplies, ir.Constant(i64, LEAST_MULTIPLIES))
+            step = ir.Constant(i64, 1)
+            with builder.if_else(large) as (own, other):
+                with own:
+                    call(
+                        PACKED_SYMBOL,
+                        [
+                            a_data,
+                            b_data,
+                            c_data,
+                            *wide[:3],
+                            pick(a_t, step, wide[3]),  # a row's step in op(a)
+                            pick(a_t, wide[3], step),  # a step of the depth in op(a)
+                            pick(b_t, step, wide[4]),  # a step of the depth in op(b)
+                            pick(b_t, wide[4], step),  # a column's step in op(b)
+                            wide[5],
+                        ],
+                    )
+                with other:
+                    blas()
+
         # gemv for one column or one row (with a depth: gemv of none leaves y unset).
         has_depth = builder.icmp_signed(">", k, ir.Constant(i32, 0))
         one_column = builder.and_(builder.icmp_signed("==", n, ir.Constant(i32, 1)), has_depth)
@@ -127,25 +179,10 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
                     b_rows, a_row = flipped(b_t), flipped(a_t)
                     gemv(b_rows, b_data, ldb, n, a_row, a_data, lda, ir.Constant(i32, 1))
                 with general:
-                    # Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
-                    call(
-                        symbol,
-                        [
-                            by_reference(flag(b_t)),
-                            by_reference(flag(a_t)),
-                            by_reference(n),
-                            by_reference(m),
-                            by_reference(k),
-                            one,
-                            b_data,
-                            by_reference(ldb),
-                            a_data,
-                            by_reference(lda),
-                            zero,
-                            c_data,
-                            by_reference(ldc),
-                        ],
-                    )
+                    if packed:
+                        packed_or_blas(a_t, b_t, lda, ldb, ldc)
+                    else:
+                        blas()
         return context.get_dummy_value()
 
     return types.void(a, b, c, offsets, transposed, sizes, leading), codegen

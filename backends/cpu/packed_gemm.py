@@ -1,0 +1,223 @@
+"""numbax's own float32 matrix product for processors with AVX-512: a packed GEMM in the
+manner of BLIS/GotoBLAS, 12 x 32 tiles of 24 vector registers (``gemm.gemm`` calls it).
+
+Why numbax has one: the MLP training step spent 70% of its time in OpenBLAS's ``sgemm``,
+and OpenBLAS picks its kernels by ``OPENBLAS_CORETYPE`` where the environment sets it, as
+this machine's does (Haswell: AVX2). XLA's products ignore the variable and run AVX-512
+code, so the same program ran 1.4-2x JAX's time here whatever numbax's fusion did. On one
+core of this machine (AMD EPYC, Zen 5; median of 30 calls, single-threaded), OpenBLAS's
+Haswell kernels ran 64 x 784 @ 784 x 512 in 541 us and 256 x 784 @ 784 x 512 in 1,885 us;
+this product 282 us and 1,103 us (182-214 GFLOP/s over five training-step shapes, near
+OpenBLAS's own AVX-512 kernels, 224-240); a 16 x 128 @ 128 x 512 product, 36 against 16 us.
+
+How: the depth is taken ``KC`` at a time; for each block of the depth, ``MC`` rows of
+``op(a)`` at a time are packed into strips of ``MR`` rows, each strip ``kc x MR``
+contiguous (the tile broadcasts one element of each row per step); ``op(b)`` is read
+where it lies when its rows are contiguous (a row-major ``b``: each step loads two vectors
+of a row, 32 columns), and packed in panels of ``NR`` columns otherwise (``b`` read
+transposed, or the last columns of a panel short of ``NR``). The tile (``_tile``, an
+intrinsic writing the loop in LLVM IR: 24 accumulators that LLVM keeps in registers, one
+``llvm.fma`` per register and step) adds its product into ``c`` for every block of the
+depth but the first; a tile at the edge of ``c`` is computed into a scratch tile and its
+part copied.
+
+Called from compiled code only (a ``cfunc`` under the symbol ``numbax_sgemm_packed``,
+registered when ``gemm`` is imported, so a kernel cached on disk holds no address), on
+one thread: a large product is split into blocks over the call's threads first
+(``gemm.blocked_gemm``). Results equal NumPy's within float32 rounding (a different order
+of the depth's sum); tests in ``tests/backends/test_packed_gemm.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+from numba import cfunc, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+MR, NR, LANES = 12, 32, 16  # a tile: MR rows of NR columns, NR // LANES vectors a row
+KC, MC = 256, 192  # the depth and the rows of ``op(a)`` packed at a time (L1 and L2)
+SYMBOL = "numbax_sgemm_packed"
+# The packed product runs where it is worth its packing: a product of fewer multiplies
+# goes to BLAS (measured: 37 x 45 @ 45 x 70, 4 us by OpenBLAS, 5 us packed).
+LEAST_MULTIPLIES = 1 << 15
+SIGNATURE = types.void(
+    types.CPointer(types.float32),
+    types.CPointer(types.float32),
+    types.CPointer(types.float32),
+    *([types.int64] * 8),
+)
+
+
+def available() -> bool:
+    """Whether this processor runs the packed product (AVX-512 Foundation)."""
+    return _has_avx512()
+
+
+@functools.cache
+def _has_avx512() -> bool:
+    return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
+
+
+@intrinsic
+def _address(typingctx, x):
+    """The address of a float32 array's data or of a ``CPointer``, as an integer."""
+
+    def codegen(context, builder, signature, values):
+        (ty,), (value,) = signature.args, values
+        if isinstance(ty, types.Array):
+            value = context.make_array(ty)(context, builder, value).data
+        return builder.ptrtoint(value, ir.IntType(64))
+
+    return types.intp(x), codegen
+
+
+@intrinsic
+def _tile(typingctx, kc, a, a_row, a_step, b, b_step, c, ldc, accumulate):
+    """``c[r * ldc + j] (+)= sum over p < kc of a[r * a_row + p * a_step] * b[p * b_step
+    + j]`` for ``r < MR``, ``j < NR``, the float32 arrays at addresses ``a``, ``b``, ``c``
+    (``_address``): added where ``accumulate`` is nonzero, stored otherwise; ``kc`` at
+    least one."""
+
+    def codegen(context, builder, signature, values):
+        kc, a, a_row, a_step, b, b_step, c, ldc, accumulate = values
+        i64, i32 = ir.IntType(64), ir.IntType(32)
+        vector = ir.VectorType(ir.FloatType(), LANES)
+        a, b, c = (builder.inttoptr(v, ir.FloatType().as_pointer()) for v in (a, b, c))
+        fma = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fma.v{LANES}f32"
+        )
+        zero = ir.Constant(vector, [0.0] * LANES)
+        undefined = ir.Constant(vector, ir.Undefined)
+        lanes_zero = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+        halves = range(NR // LANES)
+
+        def vector_at(pointer, offset):
+            at = builder.gep(pointer, [offset])
+            return builder.bitcast(at, vector.as_pointer())
+
+        entry = builder.block
+        loop = builder.append_basic_block("tile.loop")
+        done = builder.append_basic_block("tile.done")
+        builder.branch(loop)
+        builder.position_at_end(loop)
+        p = builder.phi(i64)
+        p.add_incoming(ir.Constant(i64, 0), entry)
+        sums = [[builder.phi(vector) for _ in halves] for _ in range(MR)]
+        for phi in (phi for row in sums for phi in row):
+            phi.add_incoming(zero, entry)
+        b_row = builder.gep(b, [builder.mul(p, b_step)])
+        columns = [
+            builder.load(vector_at(b_row, ir.Constant(i64, h * LANES)), align=4) for h in halves
+        ]
+        a_column = builder.gep(a, [builder.mul(p, a_step)])
+        updated = []
+        for r in range(MR):
+            at = builder.gep(a_column, [builder.mul(a_row, ir.Constant(i64, r))])
+            lane = builder.insert_element(undefined, builder.load(at), ir.Constant(i32, 0))
+            splat = builder.shuffle_vector(lane, undefined, lanes_zero)
+            updated.append([builder.call(fma, [splat, columns[h], sums[r][h]]) for h in halves])
+        following = builder.add(p, ir.Constant(i64, 1))
+        p.add_incoming(following, builder.block)
+        for r in range(MR):
+            for h in halves:
+                sums[r][h].add_incoming(updated[r][h], builder.block)
+        builder.cbranch(builder.icmp_signed("<", following, kc), loop, done)
+        builder.position_at_end(done)
+        add = builder.icmp_signed("!=", accumulate, ir.Constant(accumulate.type, 0))
+        for r in range(MR):
+            for h in halves:
+                offset = builder.add(
+                    builder.mul(ldc, ir.Constant(i64, r)), ir.Constant(i64, h * LANES)
+                )
+                target = vector_at(c, offset)
+                added = builder.fadd(builder.load(target, align=4), updated[r][h])
+                builder.store(builder.select(add, added, updated[r][h]), target, align=4)
+        return context.get_dummy_value()
+
+    arguments = (kc, a, a_row, a_step, b, b_step, c, ldc, accumulate)
+    return types.void(*arguments), codegen
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _pack_rows(a, a_row, a_step, rows, top, depth_at, kb, packed):
+    """Rows ``top`` to ``top + rows`` (at most ``MC``) of ``op(a)``, depth ``depth_at`` to
+    ``+ kb``, into ``packed`` as strips of ``MR`` rows, each ``kb x MR`` (zero rows past
+    the last)."""
+    strips = (rows + MR - 1) // MR
+    for s in range(strips):
+        base = s * kb * MR
+        for r in range(MR):
+            i = top + s * MR + r
+            if i < top + rows:
+                start = i * a_row + depth_at * a_step
+                for p in range(kb):
+                    packed[base + p * MR + r] = a[start + p * a_step]
+            else:
+                for p in range(kb):
+                    packed[base + p * MR + r] = 0.0
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _pack_columns(b, b_step, b_column, depth_at, kb, left, width, packed):
+    """Columns ``left`` to ``left + width`` (at most ``NR``) of ``op(b)``, depth
+    ``depth_at`` to ``+ kb``, into ``packed`` as ``kb x NR`` (zero columns past the last)."""
+    for p in range(kb):
+        start = (depth_at + p) * b_step + left * b_column
+        for j in range(width):
+            packed[p * NR + j] = b[start + j * b_column]
+        for j in range(width, NR):
+            packed[p * NR + j] = 0.0
+
+
+def _sgemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc):
+    """``c[i * ldc + j] = sum over p of a[i * a_row + p * a_step] * b[p * b_step + j *
+    b_column]`` for ``i < m``, ``j < n``, ``p < k`` (``k`` at least one)."""
+    panels = (n + NR - 1) // NR
+    direct = b_column == 1  # op(b)'s rows are contiguous: its full panels are read in place
+    packed_b = np.empty(KC * NR * (1 if direct else panels), np.float32)
+    packed_a = np.empty(MC * KC, np.float32)
+    scratch = np.empty(MR * NR, np.float32)
+    a_packed, b_packed = _address(packed_a), _address(packed_b)
+    b_at, c_at, scratch_at = _address(b), _address(c), _address(scratch)
+    for depth_at in range(0, k, KC):
+        kb = min(KC, k - depth_at)
+        later = 1 if depth_at > 0 else 0
+        for panel in range(panels):
+            left = panel * NR
+            width = min(NR, n - left)
+            if not (direct and width == NR):
+                at = 0 if direct else panel * kb * NR
+                _pack_columns(b, b_step, b_column, depth_at, kb, left, width, packed_b[at:])
+        for top in range(0, m, MC):
+            rows = min(MC, m - top)
+            _pack_rows(a, a_row, a_step, rows, top, depth_at, kb, packed_a)
+            for panel in range(panels):
+                left = panel * NR
+                width = min(NR, n - left)
+                panel_at, step = b_at + 4 * (depth_at * b_step + left), b_step
+                if not (direct and width == NR):
+                    panel_at, step = b_packed + 4 * (0 if direct else panel * kb * NR), NR
+                for s in range((rows + MR - 1) // MR):
+                    i = top + s * MR
+                    height = min(MR, m - i)
+                    strip_at = a_packed + 4 * s * kb * MR
+                    if height == MR and width == NR:
+                        target_at = c_at + 4 * (i * ldc + left)
+                        _tile(kb, strip_at, 1, MR, panel_at, step, target_at, ldc, later)
+                        continue
+                    _tile(kb, strip_at, 1, MR, panel_at, step, scratch_at, NR, 0)
+                    for r in range(height):
+                        for j in range(width):
+                            value = scratch[r * NR + j]
+                            if later:
+                                value += c[(i + r) * ldc + left + j]
+                            c[(i + r) * ldc + left + j] = value
+
+
+sgemm = cfunc(SIGNATURE, cache=True, error_model="numpy", boundscheck=False)(_sgemm)
+llvm.add_symbol(SYMBOL, sgemm.address)
