@@ -45,6 +45,10 @@ SYMBOL = "numbax_sgemm_packed"
 # The packed product runs where it is worth its packing: a product of fewer multiplies
 # goes to BLAS (measured: 37 x 45 @ 45 x 70, 4 us by OpenBLAS, 5 us packed).
 LEAST_MULTIPLIES = 1 << 15
+# ... of at least one tile's columns, and where ``op(b)`` is read transposed (packed), of
+# at least two strips of rows: measured on 27 products of training steps, one thread, in
+# ``gemm.gemm``'s choice (0.39-0.88x OpenBLAS's time where taken, 1.1-2.6x where not).
+PACKED_COLUMNS, PACKED_ROWS_READ_T = NR, 2 * MR
 SIGNATURE = types.void(
     types.CPointer(types.float32),
     types.CPointer(types.float32),
