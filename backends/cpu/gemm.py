@@ -25,6 +25,8 @@ from .contraction import COLUMNS, DEPTH
 from .packed_gemm import LEAST_MULTIPLIES, PACKED_COLUMNS, PACKED_ROWS_READ_T
 from .packed_gemm import SYMBOL as PACKED_SYMBOL
 
+if packed_gemm.available():
+    packed_gemm.compiled()
 for _name in ("sgemm", "dgemm", "sgemv", "dgemv"):
     llvm.add_symbol(
         f"numbax_{_name}", get_cython_function_address("scipy.linalg.cython_blas", _name)

@@ -22,7 +22,8 @@ depth but the first; a tile at the edge of ``c`` is computed into a scratch tile
 part copied.
 
 Called from compiled code only (a ``cfunc`` under the symbol ``numbax_sgemm_packed``,
-registered when ``gemm`` is imported, so a kernel cached on disk holds no address), on
+registered when ``gemm`` is imported, so a kernel cached on disk holds no address;
+``compiled``), on
 one thread: a large product is split into blocks over the call's threads first
 (``gemm.blocked_gemm``). Results equal NumPy's within float32 rounding (a different order
 of the depth's sum); tests in ``tests/backends/test_packed_gemm.py``.
@@ -223,5 +224,11 @@ def _sgemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc):
                             c[(i + r) * ldc + left + j] = value
 
 
-sgemm = cfunc(SIGNATURE, cache=True, error_model="numpy", boundscheck=False)(_sgemm)
-llvm.add_symbol(SYMBOL, sgemm.address)
+@functools.cache
+def compiled():
+    """The packed product as a C function (compiled once per installation, then loaded
+    from Numba's cache), registered under ``SYMBOL``; ``gemm`` calls this as it is
+    imported, on processors that run it (``available``)."""
+    function = cfunc(SIGNATURE, cache=True, error_model="numpy", boundscheck=False)(_sgemm)
+    llvm.add_symbol(SYMBOL, function.address)
+    return function

@@ -41,7 +41,7 @@ def _product(a, b, m, n, k, a_t, b_t, c_width):
     c = np.full((m, c_width), 7.0, np.float32)  # a product column must not spill past n
     a_row, a_step = (1, lda) if a_t else (lda, 1)
     b_step, b_column = (1, ldb) if b_t else (ldb, 1)
-    packed_gemm.sgemm.ctypes(
+    packed_gemm.compiled().ctypes(
         _pointer(a), _pointer(b), _pointer(c), m, n, k, a_row, a_step, b_step, b_column, c_width
     )
     return c
