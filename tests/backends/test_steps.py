@@ -12,6 +12,7 @@ import pytest
 
 import numbax
 from numbax.backends import cpu
+from numbax.backends.cpu import heap, step_machine
 
 pytest.importorskip("numba")
 
@@ -354,3 +355,31 @@ def test_a_program_of_steps_compiles_no_launcher_and_converts_arguments_it_canno
         for g, w in zip(numbax.tree_leaves(got), numbax.tree_leaves(want), strict=True):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
     assert executable.llvm_ir() and executable.asm()  # the kernels' code, on show
+
+
+def test_a_large_arena_is_kept_for_the_next_call_and_never_returned(monkeypatch):
+    """An arena of ``heap.MMAP_THRESHOLD_BYTES`` or more (here every arena) is the next
+    call's: the same memory, no result in it, every call's results the interpreter's, and
+    the first call's results unchanged by the second."""
+    monkeypatch.setattr(heap, "MMAP_THRESHOLD_BYTES", 0)
+    made = []
+
+    class Recording(step_machine.StepLauncher):
+        def __init__(self, plan):
+            super().__init__(plan)
+            made.append(self)
+
+    monkeypatch.setattr(step_machine, "StepLauncher", Recording)
+    params, x, labels = _mlp_inputs()
+    x, labels = x[:7] * 1.5, labels[:7]  # a shape no other test compiles
+    step = numbax.jit(numbax.value_and_grad(_mlp_loss), tiered=False)
+    reference = numbax.jit(numbax.value_and_grad(_mlp_loss), backend="interpret")
+    first = step(params, x, labels)
+    (launcher,) = made
+    (arena,) = launcher._spare
+    second = step(params, 2.0 * x, labels)
+    assert len(launcher._spare) == 1 and launcher._spare[0] is arena
+    for got, args in ((first, (params, x, labels)), (second, (params, 2.0 * x, labels))):
+        for g, w in zip(numbax.tree_leaves(got), numbax.tree_leaves(reference(*args)), strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
+            assert not np.shares_memory(np.asarray(g), arena)
