@@ -1,7 +1,7 @@
 """numbax's packed float32 product (``backends/cpu/packed_gemm.py``) against NumPy in
 float64: every way BLAS may read its operands (transposed or not, leading dimensions
 wider than a row, an output row wider than the product), sizes at and across each block
-edge (the tile's 12 rows and 32 columns, the depth's 256, the 192 rows packed at a time),
+edge (the tile's 12 rows and 32 columns, the depth's 384, the 192 rows packed at a time),
 NaN and infinity where they lie, and the products of compiled programs that call it."""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ SHAPES = [  # (rows, depth, columns)
     (193, 257, 95),
     (385, 513, 31),
     (24, 256, 64),
+    (50, 385, 64),
+    (30, 769, 40),
 ]
 
 
@@ -66,11 +68,11 @@ def test_packed_product_equals_numpy(shape, a_t, b_t):
 
 
 def test_nan_and_infinity_reach_only_their_row_and_column():
-    m, k, n = 30, 300, 70
+    m, k, n = 30, 500, 70
     rng = np.random.default_rng(3)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
-    a[5, 260] = np.nan  # in the second block of the depth
+    a[5, 400] = np.nan  # in the second block of the depth (``packed_gemm.KC``)
     b[7, 65] = np.inf  # in the last, partial panel of columns
     c = _product(a, b, m, n, k, False, False, n)
     with np.errstate(invalid="ignore"):
