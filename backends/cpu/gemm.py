@@ -22,8 +22,7 @@ from numba.extending import get_cython_function_address, intrinsic
 
 from . import packed_gemm
 from .contraction import COLUMNS, DEPTH
-from .packed_gemm import LEAST_MULTIPLIES, PACKED_COLUMNS, PACKED_ROWS_READ_T
-from .packed_gemm import SYMBOL as PACKED_SYMBOL
+from .packed_gemm import LEAST_MULTIPLIES, PACKED_ROWS_READ_T
 
 if packed_gemm.available():
     packed_gemm.compiled()
@@ -59,7 +58,7 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             raise TypingError(f"gemm's {name} are a tuple of {count} integers, not {group}")
     letter = "s" if a.dtype == types.float32 else "d"
     symbol, vector_symbol = f"numbax_{letter}gemm", f"numbax_{letter}gemv"
-    packed = letter == "s" and packed_gemm.available()  # float32 on AVX-512
+    packed = packed_gemm.available()  # on AVX-512
 
     def codegen(context, builder, signature, values):
         i32, i8 = ir.IntType(32), ir.IntType(8)
@@ -149,10 +148,13 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             wide = [builder.sext(v, i64) for v in (m, n, k, lda, ldb, ldc)]
             multiplies = builder.mul(builder.mul(wide[0], wide[1]), wide[2])
             large = builder.icmp_signed(">=", multiplies, ir.Constant(i64, LEAST_MULTIPLIES))
-            # Its tiles are NR columns wide: fewer columns are mostly padding (a CNN's
-            # 8 channels ran 2.1-2.6x OpenBLAS's time); op(b) read transposed is packed,
-            # which few rows do not repay (16 x 512 @ (128 x 512)^T: 1.10x).
-            wide_enough = builder.icmp_signed(">=", wide[1], ir.Constant(i64, PACKED_COLUMNS))
+            # Its tiles are two vectors wide (``packed_gemm.COLUMNS``): fewer columns are
+            # mostly padding (a CNN's 8 channels ran 2.1-2.6x OpenBLAS's time); op(b) read
+            # transposed is packed, which few rows do not repay (16 x 512 @ (128 x 512)^T:
+            # 1.10x).
+            wide_enough = builder.icmp_signed(
+                ">=", wide[1], ir.Constant(i64, packed_gemm.COLUMNS[letter])
+            )
             rows_enough = builder.icmp_signed(">=", wide[0], ir.Constant(i64, PACKED_ROWS_READ_T))
             b_in_place = builder.icmp_signed("==", b_t, ir.Constant(b_t.type, 0))
             large = builder.and_(large, wide_enough)
@@ -161,7 +163,7 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             with builder.if_else(large) as (own, other):
                 with own:
                     call(
-                        PACKED_SYMBOL,
+                        packed_gemm.SYMBOLS[letter],
                         [
                             a_data,
                             b_data,

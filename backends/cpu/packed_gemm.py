@@ -1,5 +1,6 @@
-"""numbax's own float32 matrix product for processors with AVX-512: a packed GEMM in the
-manner of BLIS/GotoBLAS, 12 x 32 tiles of 24 vector registers (``gemm.gemm`` calls it).
+"""numbax's own float32 and float64 matrix products for processors with AVX-512: a packed
+GEMM in the manner of BLIS/GotoBLAS, tiles of 12 rows by two vectors (32 float32 or 16
+float64 columns) in 24 vector registers (``gemm.gemm`` calls them).
 
 Why numbax has one: the MLP training step spent 70% of its time in OpenBLAS's ``sgemm``,
 and OpenBLAS picks its kernels by ``OPENBLAS_CORETYPE`` where the environment sets it, as
@@ -9,25 +10,25 @@ core of this machine (AMD EPYC, Zen 5; median of 30 calls, single-threaded), Ope
 Haswell kernels ran 64 x 784 @ 784 x 512 in 541 us and 256 x 784 @ 784 x 512 in 1,885 us;
 this product 282 us and 1,103 us (182-214 GFLOP/s over five training-step shapes, near
 OpenBLAS's own AVX-512 kernels, 224-240); a 16 x 128 @ 128 x 512 product, 36 against 16 us.
-A depth of 384 at a time ran the first 242 us (256: 296 us; 512: 275 us).
+A depth of 384 at a time ran the first 242 us (256: 296 us; 512: 275 us). float64, the
+same shapes: 0.53-0.80x OpenBLAS's Haswell ``dgemm`` (64 x 784 @ 784 x 512: 901 -> 482 us).
 
 How: the depth is taken ``KC`` at a time; for each block of the depth, ``MC`` rows of
 ``op(a)`` at a time are packed into strips of ``MR`` rows, each strip ``kc x MR``
 contiguous (the tile broadcasts one element of each row per step); ``op(b)`` is read
 where it lies when its rows are contiguous (a row-major ``b``: each step loads two vectors
-of a row, 32 columns), and packed in panels of ``NR`` columns otherwise (``b`` read
-transposed, or the last columns of a panel short of ``NR``). The tile (``_tile``, an
+of a row, 32 columns), and packed in panels of a tile's columns otherwise (``b`` read
+transposed, or the last columns short of a panel). The tile (``_tile``, an
 intrinsic writing the loop in LLVM IR: 24 accumulators that LLVM keeps in registers, one
 ``llvm.fma`` per register and step) adds its product into ``c`` for every block of the
 depth but the first; a tile at the edge of ``c`` is computed into a scratch tile and its
 part copied.
 
-Called from compiled code only (a ``cfunc`` under the symbol ``numbax_sgemm_packed``,
-registered when ``gemm`` is imported, so a kernel cached on disk holds no address;
-``compiled``), on
-one thread: a large product is split into blocks over the call's threads first
-(``gemm.blocked_gemm``). Results equal NumPy's within float32 rounding (a different order
-of the depth's sum); tests in ``tests/backends/test_packed_gemm.py``.
+Called from compiled code only (a ``cfunc`` under the symbol ``numbax_sgemm_packed`` or
+``numbax_dgemm_packed``, registered when ``gemm`` is imported, so a kernel cached on disk
+holds no address; ``compiled``), on one thread: a large product is split into blocks over the call's threads first
+(``gemm.blocked_gemm``). Results equal NumPy's within rounding (a different order of the
+depth's sum); tests in ``tests/backends/test_packed_gemm.py``.
 """
 
 from __future__ import annotations
@@ -41,22 +42,22 @@ from numba import cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-MR, NR, LANES = 12, 32, 16  # a tile: MR rows of NR columns, NR // LANES vectors a row
+MR = 12  # a tile's rows; its columns are two vectors' lanes (``COLUMNS``)
+COLUMNS = {"s": 32, "d": 16}  # float32: 2 x 16 lanes; float64: 2 x 8
 KC, MC = 384, 192  # the depth and the rows of ``op(a)`` packed at a time (L1 and L2)
-SYMBOL = "numbax_sgemm_packed"
+SYMBOLS = {"s": "numbax_sgemm_packed", "d": "numbax_dgemm_packed"}
 # The packed product runs where it is worth its packing: a product of fewer multiplies
 # goes to BLAS (measured: 37 x 45 @ 45 x 70, 4 us by OpenBLAS, 5 us packed).
 LEAST_MULTIPLIES = 1 << 15
 # ... of at least one tile's columns, and where ``op(b)`` is read transposed (packed), of
 # at least two strips of rows: measured on 27 products of training steps, one thread, in
 # ``gemm.gemm``'s choice (0.39-0.88x OpenBLAS's time where taken, 1.1-2.6x where not).
-PACKED_COLUMNS, PACKED_ROWS_READ_T = NR, 2 * MR
-SIGNATURE = types.void(
-    types.CPointer(types.float32),
-    types.CPointer(types.float32),
-    types.CPointer(types.float32),
-    *([types.int64] * 8),
-)
+PACKED_ROWS_READ_T = 2 * MR
+
+
+def _signature(real):
+    pointer = types.CPointer(real)
+    return types.void(pointer, pointer, pointer, *([types.int64] * 8))
 
 
 def available() -> bool:
@@ -83,24 +84,27 @@ def _address(typingctx, x):
 
 
 @intrinsic
-def _tile(typingctx, kc, a, a_row, a_step, b, b_step, c, ldc, accumulate):
+def _tile(typingctx, like, kc, a, a_row, a_step, b, b_step, c, ldc, accumulate):
     """``c[r * ldc + j] (+)= sum over p < kc of a[r * a_row + p * a_step] * b[p * b_step
-    + j]`` for ``r < MR``, ``j < NR``, the float32 arrays at addresses ``a``, ``b``, ``c``
-    (``_address``): added where ``accumulate`` is nonzero, stored otherwise; ``kc`` at
-    least one."""
+    + j]`` for ``r < MR``, ``j`` under the tile's columns, the arrays at addresses ``a``,
+    ``b``, ``c`` (``_address``) of ``like``'s dtype (float32 or float64): added where
+    ``accumulate`` is nonzero, stored otherwise; ``kc`` at least one."""
+    lanes = 512 // like.dtype.bitwidth  # one AVX-512 vector
+    suffix = f"v{lanes}f{like.dtype.bitwidth}"
 
     def codegen(context, builder, signature, values):
-        kc, a, a_row, a_step, b, b_step, c, ldc, accumulate = values
+        _, kc, a, a_row, a_step, b, b_step, c, ldc, accumulate = values
         i64, i32 = ir.IntType(64), ir.IntType(32)
-        vector = ir.VectorType(ir.FloatType(), LANES)
-        a, b, c = (builder.inttoptr(v, ir.FloatType().as_pointer()) for v in (a, b, c))
+        real = context.get_value_type(like.dtype)
+        vector = ir.VectorType(real, lanes)
+        a, b, c = (builder.inttoptr(v, real.as_pointer()) for v in (a, b, c))
         fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fma.v{LANES}f32"
+            builder.module, ir.FunctionType(vector, [vector] * 3), f"llvm.fma.{suffix}"
         )
-        zero = ir.Constant(vector, [0.0] * LANES)
+        zero = ir.Constant(vector, [0.0] * lanes)
         undefined = ir.Constant(vector, ir.Undefined)
-        lanes_zero = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
-        halves = range(NR // LANES)
+        lanes_zero = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
+        halves = range(2)
 
         def vector_at(pointer, offset):
             at = builder.gep(pointer, [offset])
@@ -118,7 +122,7 @@ def _tile(typingctx, kc, a, a_row, a_step, b, b_step, c, ldc, accumulate):
             phi.add_incoming(zero, entry)
         b_row = builder.gep(b, [builder.mul(p, b_step)])
         columns = [
-            builder.load(vector_at(b_row, ir.Constant(i64, h * LANES)), align=4) for h in halves
+            builder.load(vector_at(b_row, ir.Constant(i64, h * lanes)), align=4) for h in halves
         ]
         a_column = builder.gep(a, [builder.mul(p, a_step)])
         updated = []
@@ -138,14 +142,14 @@ def _tile(typingctx, kc, a, a_row, a_step, b, b_step, c, ldc, accumulate):
         for r in range(MR):
             for h in halves:
                 offset = builder.add(
-                    builder.mul(ldc, ir.Constant(i64, r)), ir.Constant(i64, h * LANES)
+                    builder.mul(ldc, ir.Constant(i64, r)), ir.Constant(i64, h * lanes)
                 )
                 target = vector_at(c, offset)
                 added = builder.fadd(builder.load(target, align=4), updated[r][h])
                 builder.store(builder.select(add, added, updated[r][h]), target, align=4)
         return context.get_dummy_value()
 
-    arguments = (kc, a, a_row, a_step, b, b_step, c, ldc, accumulate)
+    arguments = (like, kc, a, a_row, a_step, b, b_step, c, ldc, accumulate)
     return types.void(*arguments), codegen
 
 
@@ -169,67 +173,87 @@ def _pack_rows(a, a_row, a_step, rows, top, depth_at, kb, packed):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def _pack_columns(b, b_step, b_column, depth_at, kb, left, width, packed):
-    """Columns ``left`` to ``left + width`` (at most ``NR``) of ``op(b)``, depth
-    ``depth_at`` to ``+ kb``, into ``packed`` as ``kb x NR`` (zero columns past the last)."""
+def _pack_columns(b, b_step, b_column, depth_at, kb, left, width, nr, packed):
+    """Columns ``left`` to ``left + width`` (at most ``nr``) of ``op(b)``, depth
+    ``depth_at`` to ``+ kb``, into ``packed`` as ``kb x nr`` (zero columns past the last)."""
     for p in range(kb):
         start = (depth_at + p) * b_step + left * b_column
         for j in range(width):
-            packed[p * NR + j] = b[start + j * b_column]
-        for j in range(width, NR):
-            packed[p * NR + j] = 0.0
+            packed[p * nr + j] = b[start + j * b_column]
+        for j in range(width, nr):
+            packed[p * nr + j] = 0.0
 
 
-def _sgemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc):
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _gemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc, packed_a, packed_b, scratch):
     """``c[i * ldc + j] = sum over p of a[i * a_row + p * a_step] * b[p * b_step + j *
-    b_column]`` for ``i < m``, ``j < n``, ``p < k`` (``k`` at least one)."""
-    panels = (n + NR - 1) // NR
+    b_column]`` for ``i < m``, ``j < n``, ``p < k`` (``k`` at least one), in tiles of
+    ``scratch.size // MR`` columns, with the buffers ``_sgemm`` and ``_dgemm`` allocate."""
+    nr, size = scratch.size // MR, scratch.itemsize
+    panels = (n + nr - 1) // nr
     direct = b_column == 1  # op(b)'s rows are contiguous: its full panels are read in place
-    packed_b = np.empty(KC * NR * (1 if direct else panels), np.float32)
-    packed_a = np.empty(MC * KC, np.float32)
-    scratch = np.empty(MR * NR, np.float32)
     a_packed, b_packed = _address(packed_a), _address(packed_b)
     b_at, c_at, scratch_at = _address(b), _address(c), _address(scratch)
     for depth_at in range(0, k, KC):
         kb = min(KC, k - depth_at)
         later = 1 if depth_at > 0 else 0
         for panel in range(panels):
-            left = panel * NR
-            width = min(NR, n - left)
-            if not (direct and width == NR):
-                at = 0 if direct else panel * kb * NR
-                _pack_columns(b, b_step, b_column, depth_at, kb, left, width, packed_b[at:])
+            left = panel * nr
+            width = min(nr, n - left)
+            if not (direct and width == nr):
+                at = 0 if direct else panel * kb * nr
+                _pack_columns(b, b_step, b_column, depth_at, kb, left, width, nr, packed_b[at:])
         for top in range(0, m, MC):
             rows = min(MC, m - top)
             _pack_rows(a, a_row, a_step, rows, top, depth_at, kb, packed_a)
             for panel in range(panels):
-                left = panel * NR
-                width = min(NR, n - left)
-                panel_at, step = b_at + 4 * (depth_at * b_step + left), b_step
-                if not (direct and width == NR):
-                    panel_at, step = b_packed + 4 * (0 if direct else panel * kb * NR), NR
+                left = panel * nr
+                width = min(nr, n - left)
+                panel_at, step = b_at + size * (depth_at * b_step + left), b_step
+                if not (direct and width == nr):
+                    panel_at, step = b_packed + size * (0 if direct else panel * kb * nr), nr
                 for s in range((rows + MR - 1) // MR):
                     i = top + s * MR
                     height = min(MR, m - i)
-                    strip_at = a_packed + 4 * s * kb * MR
-                    if height == MR and width == NR:
-                        target_at = c_at + 4 * (i * ldc + left)
-                        _tile(kb, strip_at, 1, MR, panel_at, step, target_at, ldc, later)
+                    strip_at = a_packed + size * s * kb * MR
+                    if height == MR and width == nr:
+                        target_at = c_at + size * (i * ldc + left)
+                        _tile(scratch, kb, strip_at, 1, MR, panel_at, step, target_at, ldc, later)
                         continue
-                    _tile(kb, strip_at, 1, MR, panel_at, step, scratch_at, NR, 0)
+                    _tile(scratch, kb, strip_at, 1, MR, panel_at, step, scratch_at, nr, 0)
                     for r in range(height):
                         for j in range(width):
-                            value = scratch[r * NR + j]
+                            value = scratch[r * nr + j]
                             if later:
                                 value += c[(i + r) * ldc + left + j]
                             c[(i + r) * ldc + left + j] = value
 
 
+def _sgemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc):
+    """``_gemm`` of float32 arrays, in tiles of 32 columns."""
+    panels = 1 if b_column == 1 else (n + 31) // 32  # op(b) packed: the last panel, or all
+    packed_b = np.empty(KC * 32 * panels, np.float32)
+    packed_a, scratch = np.empty(MC * KC, np.float32), np.empty(MR * 32, np.float32)
+    _gemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc, packed_a, packed_b, scratch)
+
+
+def _dgemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc):
+    """``_gemm`` of float64 arrays, in tiles of 16 columns."""
+    panels = 1 if b_column == 1 else (n + 15) // 16
+    packed_b = np.empty(KC * 16 * panels, np.float64)
+    packed_a, scratch = np.empty(MC * KC, np.float64), np.empty(MR * 16, np.float64)
+    _gemm(a, b, c, m, n, k, a_row, a_step, b_step, b_column, ldc, packed_a, packed_b, scratch)
+
+
 @functools.cache
-def compiled():
-    """The packed product as a C function (compiled once per installation, then loaded
-    from Numba's cache), registered under ``SYMBOL``; ``gemm`` calls this as it is
-    imported, on processors that run it (``available``)."""
-    function = cfunc(SIGNATURE, cache=True, error_model="numpy", boundscheck=False)(_sgemm)
-    llvm.add_symbol(SYMBOL, function.address)
-    return function
+def compiled() -> dict:
+    """The packed products as C functions by letter (``s``, ``d``; compiled once per
+    installation, then loaded from Numba's cache), each registered under its symbol
+    (``SYMBOLS``); ``gemm`` calls this as it is imported, on processors that run them
+    (``available``)."""
+    functions = {}
+    for letter, python, real in (("s", _sgemm, types.float32), ("d", _dgemm, types.float64)):
+        options = {"cache": True, "error_model": "numpy", "boundscheck": False}
+        functions[letter] = cfunc(_signature(real), **options)(python)
+        llvm.add_symbol(SYMBOLS[letter], functions[letter].address)
+    return functions

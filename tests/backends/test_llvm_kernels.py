@@ -316,8 +316,8 @@ import numbax
 from numbax.backends import cpu
 
 rng = np.random.default_rng(0)
-x = rng.standard_normal((8, 32, 256)).astype(np.float32)
-w = rng.standard_normal((256, 64)).astype(np.float32)
+x = rng.standard_normal((8, 64, 256)).astype(np.float32)  # 2^26 flops: in blocks
+w = rng.standard_normal((256, 128)).astype(np.float32)
 closed = numbax.make_jaxpr(lambda x, w: np.tanh(x @ w))(x, w)
 executable = cpu.backend.compile(closed, "large_product")
 assert any("blocked_gemm" in unit.source for unit in executable.program.units)

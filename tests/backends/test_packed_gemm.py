@@ -33,45 +33,53 @@ SHAPES = [  # (rows, depth, columns)
 ]
 
 
+def _letter(dtype) -> str:
+    return "s" if np.dtype(dtype) == np.float32 else "d"
+
+
 def _pointer(array):
-    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    real = ctypes.c_float if array.dtype == np.float32 else ctypes.c_double
+    return array.ctypes.data_as(ctypes.POINTER(real))
 
 
 def _product(a, b, m, n, k, a_t, b_t, c_width):
-    """``op(a) @ op(b)`` by the packed product into rows ``c_width`` elements apart."""
+    """``op(a) @ op(b)`` by the packed product of their dtype into rows ``c_width``
+    elements apart."""
     lda, ldb = a.shape[1], b.shape[1]
-    c = np.full((m, c_width), 7.0, np.float32)  # a product column must not spill past n
+    c = np.full((m, c_width), 7.0, a.dtype)  # a product column must not spill past n
     a_row, a_step = (1, lda) if a_t else (lda, 1)
     b_step, b_column = (1, ldb) if b_t else (ldb, 1)
-    packed_gemm.compiled().ctypes(
+    packed_gemm.compiled()[_letter(a.dtype)].ctypes(
         _pointer(a), _pointer(b), _pointer(c), m, n, k, a_row, a_step, b_step, b_column, c_width
     )
     return c
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("a_t", [False, True])
 @pytest.mark.parametrize("b_t", [False, True])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_packed_product_equals_numpy(shape, a_t, b_t):
+def test_packed_product_equals_numpy(shape, a_t, b_t, dtype):
     m, k, n = shape
     rng = np.random.default_rng(m * 1000 + k + n)
     # Leading dimensions wider than the matrix: BLAS reads a window of a wider array.
-    a_full = rng.standard_normal((k, m + 3) if a_t else (m, k + 5), dtype=np.float32)
-    b_full = rng.standard_normal((n, k + 2) if b_t else (k, n + 7), dtype=np.float32)
+    a_full = rng.standard_normal((k, m + 3) if a_t else (m, k + 5)).astype(dtype)
+    b_full = rng.standard_normal((n, k + 2) if b_t else (k, n + 7)).astype(dtype)
     op_a = a_full[:k, :m].T if a_t else a_full[:m, :k]
     op_b = b_full[:n, :k].T if b_t else b_full[:k, :n]
     c = _product(a_full, b_full, m, n, k, a_t, b_t, n + 4)
-    expected = op_a.astype(np.float64) @ op_b.astype(np.float64)
-    scale = np.abs(op_a).astype(np.float64) @ np.abs(op_b).astype(np.float64)
-    assert np.all(np.abs(c[:, :n] - expected) <= 4 * k * np.finfo(np.float32).eps * scale + 1e-30)
+    expected = op_a.astype(np.longdouble) @ op_b.astype(np.longdouble)
+    scale = np.abs(op_a).astype(np.longdouble) @ np.abs(op_b).astype(np.longdouble)
+    assert np.all(np.abs(c[:, :n] - expected) <= 4 * k * np.finfo(dtype).eps * scale + 1e-300)
     assert np.all(c[:, n:] == 7.0)
 
 
-def test_nan_and_infinity_reach_only_their_row_and_column():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_and_infinity_reach_only_their_row_and_column(dtype):
     m, k, n = 30, 500, 70
     rng = np.random.default_rng(3)
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((k, n), dtype=np.float32)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
     a[5, 400] = np.nan  # in the second block of the depth (``packed_gemm.KC``)
     b[7, 65] = np.inf  # in the last, partial panel of columns
     c = _product(a, b, m, n, k, False, False, n)
@@ -104,12 +112,14 @@ def test_compiled_training_products_use_it_and_equal_numpy(tiered):
         h[...] = 0.0  # written into after the call: the next call's results are its own
 
 
-def test_a_product_unit_calls_the_packed_product():
-    """A float32 product of one thread's size calls ``numbax_sgemm_packed`` from its unit
-    (a large one calls it from ``gemm.blocked_gemm``'s blocks)."""
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_product_unit_calls_the_packed_product(dtype):
+    """A product of one thread's size calls ``numbax_sgemm_packed`` (``dgemm`` for
+    float64) from its unit (a large one calls it from ``gemm.blocked_gemm``'s blocks)."""
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((32, 300), dtype=np.float32)
-    w = rng.standard_normal((300, 64), dtype=np.float32)
+    x = rng.standard_normal((32, 300)).astype(dtype)
+    w = rng.standard_normal((300, 64)).astype(dtype)
     jitted = numbax.jit(lambda x, w: x @ w, tiered=False)
-    np.testing.assert_allclose(jitted(x, w), x.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
-    assert packed_gemm.SYMBOL in jitted.lower(x, w).compile().executable.llvm_ir()
+    expected = x.astype(np.longdouble) @ w.astype(np.longdouble)
+    np.testing.assert_allclose(jitted(x, w), expected, rtol=1e-4, atol=1e-3)
+    assert packed_gemm.SYMBOLS[_letter(dtype)] in jitted.lower(x, w).compile().executable.llvm_ir()
