@@ -7,7 +7,9 @@ operand BLAS reads transposed, so it calls ``gemm`` itself: an intrinsic that pa
 the arrays' data pointers and the sizes, by reference as Fortran wants. The functions
 are linked under symbols of their own (``numbax_sgemm``, ``numbax_dgemm``) as
 ``blas.py`` and ``lapack.py`` link theirs, so a kernel cached on disk holds no address.
-A large product calls ``blocked_gemm``: ``gemm`` in blocks on the call's threads.
+A large product calls ``blocked_gemm``: ``gemm`` in blocks on the call's threads. On a
+processor with AVX-512, a float product of enough multiplies calls numbax's own packed
+product instead of BLAS's (``packed_gemm``).
 """
 
 from __future__ import annotations
@@ -141,9 +143,10 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
                 ],
             )
 
-        def packed_or_blas(a_t, b_t, lda, ldb, ldc):
+        def packed_or_blas():
             """numbax's packed product (``packed_gemm``) where it is worth its packing,
-            else BLAS's."""
+            else BLAS's. (At least ``LEAST_MULTIPLIES`` multiplies: a depth of one or
+            more, which the packed product needs.)"""
             i64 = ir.IntType(64)
             wide = [builder.sext(v, i64) for v in (m, n, k, lda, ldb, ldc)]
             multiplies = builder.mul(builder.mul(wide[0], wide[1]), wide[2])
@@ -192,7 +195,7 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
                     gemv(b_rows, b_data, ldb, n, a_row, a_data, lda, ir.Constant(i32, 1))
                 with general:
                     if packed:
-                        packed_or_blas(a_t, b_t, lda, ldb, ldc)
+                        packed_or_blas()
                     else:
                         blas()
         return context.get_dummy_value()

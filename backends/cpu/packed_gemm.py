@@ -60,19 +60,15 @@ def _signature(real):
     return types.void(pointer, pointer, pointer, *([types.int64] * 8))
 
 
-def available() -> bool:
-    """Whether this processor runs the packed product (AVX-512 Foundation)."""
-    return _has_avx512()
-
-
 @functools.cache
-def _has_avx512() -> bool:
+def available() -> bool:
+    """Whether this processor runs the packed products (AVX-512 Foundation)."""
     return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
 
 
 @intrinsic
 def _address(typingctx, x):
-    """The address of a float32 array's data or of a ``CPointer``, as an integer."""
+    """The address of an array's data or of a ``CPointer``, as an integer."""
 
     def codegen(context, builder, signature, values):
         (ty,), (value,) = signature.args, values
