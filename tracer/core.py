@@ -225,6 +225,21 @@ def _refusal_replaced_by(trace: Trace, err: Exception) -> NumbaxError | None:
     return None
 
 
+def producer(value, var: Var | None = None) -> Eqn | None:
+    """The equation of the trace being recorded that computed ``value`` (a tracer of it),
+    or with ``var``, the one that computed ``var`` in ``value``'s trace; None for an
+    argument, a constant, a value of another trace, or not a tracer. For structural facts
+    a library function may use while tracing (``numpy.linalg.solve`` of a Cholesky
+    factor); a value written into since is the write's, not the factor's."""
+    if not isinstance(value, Tracer) or not value._trace.active:
+        return None
+    var = value._var if var is None else var
+    for eqn in reversed(value._trace.eqns):
+        if any(out is var for out in eqn.outputs):
+            return eqn
+    return None
+
+
 def bind(prim: Primitive, *args, **params):
     """Apply ``prim``: record it in the innermost trace, or run it eagerly on arrays."""
     trace = current_trace()

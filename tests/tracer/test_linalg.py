@@ -191,6 +191,10 @@ DERIVATIVES = {
         lambda a: np.linalg.matrix_power(a, -3),
         lambda rng: [_matrix(rng, 3)],
     ),
+    "solve_on_a_cholesky_factor": (
+        lambda a, b: _solves_on_factor(np.linalg.cholesky(a @ a.T + 3 * np.eye(3)), b),
+        lambda rng: [rng.standard_normal((3, 3)), rng.standard_normal((3, 2))],
+    ),
     "cho_solve": (
         lambda a, b: numbax.scipy.linalg.cho_solve(
             (np.linalg.cholesky(a @ a.T + 3 * np.eye(3)), True), b
@@ -198,6 +202,39 @@ DERIVATIVES = {
         lambda rng: [rng.standard_normal((3, 3)), rng.standard_normal((3, 2))],
     ),
 }
+
+
+def _solves_on_factor(factor, b):
+    """A Gaussian process's solves: on a Cholesky factor and on its transpose, a vector
+    right-hand side and a matrix one."""
+    transposed = np.swapaxes(factor, -1, -2)
+    solved = (np.linalg.solve(factor, b), np.linalg.solve(transposed, b))
+    if factor.ndim == 2:  # a vector right-hand side, and ``.T``
+        solved += (np.linalg.solve(factor, b[:, 0]), np.linalg.solve(factor.T, b[:, 0]))
+    return solved
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_solve_on_a_cholesky_factor_is_one_triangular_solve(backend, batch, rng):
+    """``solve`` of a Cholesky factor or its transpose, triangular by construction, is one
+    triangular solve (no LU) with NumPy's values; a factor written into since is any
+    matrix again (an LU)."""
+    a = rng.standard_normal((*batch, 4, 4))
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    b = rng.standard_normal((*batch, 4, 3))
+
+    def on_factor(spd, b):
+        return _solves_on_factor(np.linalg.cholesky(spd), b)
+
+    def written_into(spd, b):
+        factor = np.linalg.cholesky(spd)
+        factor[..., 0, 3] = 0.5  # no longer triangular
+        return np.linalg.solve(factor, b), np.linalg.solve(np.swapaxes(factor, -1, -2), b)
+
+    for fn, lus in ((on_factor, 0), (written_into, 2)):
+        names = [eqn.prim.name for eqn in numbax.make_jaxpr(fn)(spd, b).jaxpr.eqns]
+        assert names.count("lu") == lus
+        assert_tree_matches(_run(backend, fn, spd, b), fn(spd.copy(), b))
 
 
 def _scipy_cho_solve(a, b):
