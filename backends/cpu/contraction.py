@@ -10,7 +10,8 @@ which is exactly ``dot_general``'s output layout, so it is only reshaped.
 BLAS runs single-threaded inside compiled code (the executable sets OpenBLAS's thread
 count to one for the call and back after it, ``threads.py``): BLAS's own thread pool
 would oversubscribe the cores next to ours in parallel kernels, and waking it for a small
-product costs more than the product. A large product (``PARALLEL_FLOPS``) is split into
+product costs more than the product. A large product (``runs_on_all_threads``: from a
+threshold measured per machine, ``calibration.py``) is split into
 blocks, one single-threaded BLAS call per thread of the call's parallel loops, in one
 ``prange`` (``gemm.blocked_gemm``, compiled once, not a parallel loop in every product
 unit): of rows, of columns, or of the depth, whichever has the blocks read least
@@ -38,12 +39,9 @@ from ...ir.core import ShapedArray
 from .loopnest import tuple_source
 from .scalar import dtype_source
 
-# Products of at least this many flops run on all threads. Waking the threads costs ~50 us
-# on a 2-core VM (``PARALLEL_MIN_WORK``), and float32 products run at ~180 GFLOP/s on one
-# core by the packed product (``packed_gemm``): 2^25 flops take ~190 us on one. At 2^23 a
-# 4-layer transformer step split its 24 products of 256 x 64 x 256 and ran in 5.66 ms with
-# two threads, 4.50 ms with one; at 2^25, 4.37 ms with two (continuous calls, quiet).
-PARALLEL_FLOPS = 1 << 25
+# Products of at least this many flops run on all threads: measured for the machine
+# (``calibration.py``; 2^23 to 2^25 on the 2-core VMs seen); a test may set a number.
+PARALLEL_FLOPS: int | None = None
 MIN_ROWS = 32
 # How a large product's blocks split it (``split_of``, ``gemm.blocked_gemm``).
 ROWS, DEPTH, COLUMNS = 0, 1, 2
@@ -126,8 +124,7 @@ def write_dot(
         return lines + reshape, False
     lines += program.new_array(product, (batch, rows, columns), out_aval.dtype)
     program.calls_blas = True
-    large = 2 * batch * rows * columns * depth >= PARALLEL_FLOPS
-    parallel = large and rows >= 2 * MIN_ROWS
+    parallel = runs_on_all_threads(out_aval, depth) and rows >= 2 * MIN_ROWS
     if parallel and left_t:  # a transposed operand's rows are not contiguous
         rows_first = fresh(f"{lhs}_rows")
         lines.append(f"{rows_first} = np.ascontiguousarray({left}.transpose((0, 2, 1)))")
@@ -257,7 +254,7 @@ def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_av
     gemm = program.function(GEMM_MODULE, "gemm")
     flags = f"({int(left.transposed)}, {int(right.transposed)})"
     leading = f"({left.leading}, {right.leading})"
-    if not _large(out_aval, depth):
+    if not runs_on_all_threads(out_aval, depth):
         sizes = f"({rows}, {columns}, {depth})"
         call = f"{gemm}({lhs}, {rhs}, {out}, ({', '.join(starts)}), {flags}, {sizes}, {leading})"
         return [*lines, indent + call]
@@ -291,8 +288,14 @@ def split_of(rows: int, columns: int, depth: int, threads: int) -> int:
     return min(allowed or [ROWS], key=lambda split: costs[split])
 
 
-def _large(out_aval, depth: int) -> bool:
-    return 2 * out_aval.size * depth >= PARALLEL_FLOPS
+def runs_on_all_threads(out_aval, depth: int) -> bool:
+    """Whether a product of ``out_aval`` summing over ``depth`` runs in blocks on all
+    threads: from ``PARALLEL_FLOPS`` flops, or the machine's measured threshold."""
+    if PARALLEL_FLOPS is not None:
+        return 2 * out_aval.size * depth >= PARALLEL_FLOPS
+    from .calibration import parallel_flops  # imports gemm: only once a product is written
+
+    return 2 * out_aval.size * depth >= parallel_flops()
 
 
 def _threads(program) -> str:

@@ -262,7 +262,7 @@ class KindWriters:
         product = dot.outputs[0]
         (lhs_contract, _), _ = dot.params["dimension_numbers"]
         depth = math.prod(dot.inputs[0].aval.shape[d] for d in lhs_contract)
-        small = 2 * product.aval.size * depth < contraction.PARALLEL_FLOPS
+        small = not contraction.runs_on_all_threads(product.aval, depth)
         avals = (dot.inputs[0].aval, dot.inputs[1].aval, product.aval)
         unit = small or contraction.into_array(*avals, dot.params)  # in blocks, gemm.blocked_gemm
         if product.aval.size == 1 or not unit or not epilogue.outputs:
