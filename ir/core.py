@@ -17,25 +17,21 @@ from . import dtypes
 
 
 class ShapedArray:
-    """The abstract value of an array: a static shape and a dtype."""
+    """The abstract value of an array: a static shape and a dtype. Never changed once made,
+    so its size and bytes are counted once: the fusion pass reads them for every pair of
+    kernels it weighs."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "size", "nbytes")
 
     def __init__(self, shape, dtype):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = dtypes.canonicalize(dtype)
+        self.size = math.prod(self.shape)
+        self.nbytes = self.size * self.dtype.itemsize
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
 
     def update(self, shape=None, dtype=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape, dtype or self.dtype)

@@ -89,16 +89,18 @@ def has_side_effects(eqn) -> bool:
     if eqn.prim.side_effects:
         return True
     return any(
-        has_side_effects(inner) for sub in _subjaxprs(eqn.params.values()) for inner in sub.eqns
+        has_side_effects(inner) for sub in jaxprs_in(eqn.params.values()) for inner in sub.eqns
     )
 
 
-def _subjaxprs(values):
+def jaxprs_in(values):
+    """The jaxprs among ``values`` and in their tuples (an equation's bodies, given its
+    params' values)."""
     for value in values:
         if isinstance(value, Jaxpr):
             yield value
         elif isinstance(value, tuple):
-            yield from _subjaxprs(value)
+            yield from jaxprs_in(value)
 
 
 def get(name: str) -> Primitive:

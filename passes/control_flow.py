@@ -40,6 +40,11 @@ MAX_ELEMENTS = 1 << 16  # bigger intermediates are not evaluated to decide contr
 MAX_DEPTH = 64  # nor are longer chains of equations
 
 
+def acts_on() -> frozenset[str]:
+    """The primitives this pass folds (``manager.Pass.acts_on``)."""
+    return frozenset(prim.name for prim in FOLDERS)
+
+
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     counts: Counter = Counter()
     known = {

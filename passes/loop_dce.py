@@ -26,6 +26,11 @@ from .rewrite import map_subjaxprs, use_counts
 PRUNERS = RuleTable("loop pruners", not_applicable=lambda prim: prim.name not in {"while", "scan"})
 
 
+def acts_on() -> frozenset[str]:
+    """The primitives this pass prunes (``manager.Pass.acts_on``)."""
+    return frozenset(prim.name for prim in PRUNERS)
+
+
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     counts: Counter = Counter()
     return ClosedJaxpr(prune_loops(closed.jaxpr, counts), closed.consts), counts

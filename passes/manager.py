@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir.core import ClosedJaxpr
+from ..ir.core import ClosedJaxpr, Jaxpr
 from ..ir.errors import TypecheckError
 from ..ir.graph import jaxpr_to_dot
+from ..ir.primitive import jaxprs_in
 from ..ir.typecheck import typecheck
 from .refusals import Reason, counted
 
@@ -36,6 +37,10 @@ class Pass:
     run: PassFn
     # An extra invariant checked after this pass in debug mode (the kernel contract).
     verify: Callable[[ClosedJaxpr], None] | None = None
+    # Where set, the only primitives whose equations the pass rewrites (it may read any):
+    # a program holding none of them, bodies included, is left as it is without a walk.
+    # The loop passes on a program with no loop cost 4-6 ms a round at 1,800 equations.
+    acts_on: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -201,13 +206,17 @@ class _Runner:
         self.debug_checks = debug_checks
         self.log = PassLog(dump_dir=dump_dir)
         self.index = itertools.count(1)
+        self._primitives: tuple[Jaxpr, set[str]] | None = None
         if dump_dir:
             os.makedirs(dump_dir, exist_ok=True)
 
     def run(self, stage: Pass, closed, group=None, round_=None) -> ClosedJaxpr:
         before = len(closed.jaxpr.eqns)
         start = time.perf_counter()
-        result, changes = stage.run(closed)
+        if stage.acts_on is None or stage.acts_on & self.primitives(closed.jaxpr):
+            result, changes = stage.run(closed)
+        else:
+            result, changes = closed, {}
         refusals = counted(changes)
         self.log.last_index = next(self.index)
         record = PassRecord(
@@ -222,10 +231,21 @@ class _Runner:
             refusals,
         )
         self.log.records.append(record)
+        known = self._primitives
+        if not record.changed and known is not None and known[0] is closed.jaxpr:
+            self._primitives = (result.jaxpr, known[1])  # the same program, perhaps rebuilt
         self.dump(stage.name, result, record)
         if self.debug_checks:
             self.check(stage, result)
         return result
+
+    def primitives(self, jaxpr: Jaxpr) -> set[str]:
+        """The names of the primitives ``jaxpr`` holds, bodies included; kept for the last
+        program asked about and for what each pass that changed nothing made of it (a
+        pass that changes nothing may still rebuild the program)."""
+        if self._primitives is None or self._primitives[0] is not jaxpr:
+            self._primitives = (jaxpr, primitive_names(jaxpr))
+        return self._primitives[1]
 
     def fixed_point(self, group: FixedPoint, closed) -> ClosedJaxpr:
         for round_ in range(1, group.max_rounds + 1):
@@ -266,3 +286,14 @@ class _Runner:
 def _write(path: str, text: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def primitive_names(jaxpr: Jaxpr) -> set[str]:
+    """The names of the primitives of ``jaxpr``'s equations and of every body they hold."""
+    names: set[str] = set()
+    stack = [jaxpr]
+    while stack:
+        eqns = stack.pop().eqns
+        names.update(eqn.prim.name for eqn in eqns)
+        stack.extend(sub for eqn in eqns if eqn.params for sub in jaxprs_in(eqn.params.values()))
+    return names

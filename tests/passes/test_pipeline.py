@@ -74,6 +74,40 @@ def test_fixed_point_stops_after_max_rounds():
     assert [r.round for r in log] == [1, 2, 3]
 
 
+def test_a_pass_runs_only_on_programs_holding_what_it_acts_on():
+    """``Pass.acts_on``: the loop passes skip a program without loops (the primitives are
+    looked up again only after a pass that changed something); a loop inside a branch's
+    body counts."""
+    seen = []
+
+    def record(closed):
+        seen.append(len(closed.jaxpr.eqns))
+        return closed, {}
+
+    loops = Pass("loops", record, acts_on=frozenset({"while", "scan"}))
+    shrink = Pass("shrink", dce.run)
+    stages = (FixedPoint("rounds", (loops, shrink)),)
+    run_pipeline(stages, trace(program, x3), dump_dir=None, debug_checks=True)
+    assert seen == []
+
+    def nested(x, flag):
+        def body(carry, _):
+            return carry * 2.0, None
+
+        return numbax.lax.cond(
+            flag, lambda v: numbax.lax.scan(body, v, None, length=3)[0], lambda v: v, x
+        )
+
+    closed = trace(nested, x3, True)
+    assert "scan" in passes.manager.primitive_names(closed.jaxpr)
+    assert "scan" not in {eqn.prim.name for eqn in closed.jaxpr.eqns}  # only in a body
+    run_pipeline(stages, closed, dump_dir=None, debug_checks=True)
+    assert seen == [len(closed.jaxpr.eqns)]
+    pipeline_loops = [p for p in passes.PIPELINE[2].passes if p.acts_on is not None]
+    assert {p.name for p in pipeline_loops} == {"control_flow", "loop_invariants", "loop_dce"}
+    assert all({"while", "scan"} <= p.acts_on for p in pipeline_loops)
+
+
 def _break_program(closed: ClosedJaxpr):
     jaxpr = closed.jaxpr
     return ClosedJaxpr(Jaxpr([], jaxpr.invars, jaxpr.eqns[1:], jaxpr.outvars)), {"broke": 1}
