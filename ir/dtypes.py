@@ -48,6 +48,9 @@ SHORT_NAMES.update({uint64: "u64", float16: "f16"})
 if bfloat16 is not None:
     SHORT_NAMES[bfloat16] = "bf16"
 FROM_SHORT_NAME = {short: dtype for dtype, short in SHORT_NAMES.items()}
+# What ``canonicalize`` answers without NumPy's parsing: each supported dtype, by itself,
+# its scalar type and its name (every equation's abstract value is made through it).
+_SUPPORTED = {key: dtype for dtype in SHORT_NAMES for key in (dtype, dtype.type, dtype.name)}
 
 # The floats narrower than float32: stored narrow, computed in float32 by the compiled
 # backends (what NumPy's float16 loops do), accumulated in float32 by reductions.
@@ -56,6 +59,10 @@ NARROW_FLOATS = (float16,) + ((bfloat16,) if bfloat16 is not None else ())
 
 def canonicalize(dtype) -> np.dtype:
     """``dtype`` (anything ``np.dtype`` accepts) as a supported dtype, or an error naming it."""
+    try:
+        return _SUPPORTED[dtype]  # a supported dtype, its scalar type or its name
+    except (KeyError, TypeError):  # another, or an unhashable spec
+        pass
     if isinstance(dtype, str) and dtype == "bfloat16" and bfloat16 is None:
         raise NumbaxTypeError(
             "bfloat16 needs the ml_dtypes package (pip install ml_dtypes), as in JAX"

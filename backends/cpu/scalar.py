@@ -14,6 +14,7 @@ shifts, undefined in LLVM for counts outside the bit width, select NumPy's resul
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Protocol
 
@@ -46,10 +47,12 @@ EMITTERS = RuleTable(
 )
 
 
+@functools.cache
 def dtype_source(dtype) -> str:
     """``np.float32`` for float32: the dtype as generated code names it. A narrow float
     is held as its bits, ``np.uint16`` (Numba has no float16 on the CPU; see
-    ``narrow_floats``)."""
+    ``narrow_floats``). Remembered per dtype: NumPy's ``dtype.name`` is slow, and code
+    generation asks for every operand."""
     dtype = storage_dtype(dtype)
     return f"np.{'bool_' if dtype == dtypes.bool_ else dtype.name}"
 
