@@ -1,5 +1,5 @@
 """When a product runs on all threads: the flops from which splitting it pays, measured
-once per machine (``parallel_flops``), not a constant.
+once per machine and read by the compiled code at run time, not a constant.
 
 A product split into blocks on two threads (``gemm.blocked_gemm``) takes about half its
 single-threaded time plus the cost of waking the other thread and joining it; splitting
@@ -9,26 +9,30 @@ flops split made a 4-layer transformer step slower (5.66 against 4.37 ms at 2^25
 Intel Xeon (Sapphire Rapids class, 2.1 GHz) VM at ~115 GFLOP/s and ~30 us, 2^25 kept an
 MLP step's 16-Mflop products on one thread, 1.25 ms against 1.02 ms at 2^23.
 
-So the first compile on a machine times one product (``SHAPE``) on one thread and split on
-two, interleaved, the least of ``ROUNDS`` each (the least is the machine's, the rest is
-other work), and derives the threshold: the break-even, rounded to a power of two (a
-run-to-run wobble does not change the generated code), within [``LEAST``, ``MOST``] (a
-measurement taken while other work held the cores cannot push every product onto one
-thread or onto all). Measured so on the Xeon: 16.8 Mflop on one thread 131-138 us, on two
-84-128 us, so 2^23-2^24; the Zen 5 VM was not measured so. It is written to the disk
-cache (``machine-<identity>.json``: the processor's name, its CPU count and the numbax
-version) and read by later processes; a process whose caches are off measures it once.
-Where fewer than two threads may run, nothing can be measured: ``DEFAULT`` is used and
-nothing written. The threshold is in the generated source, so the kernels' cache keys
-follow it.
+The threshold lives in one 64-bit cell of this process (``CELL``), linked under the
+symbol ``numbax_parallel_flops``: ``blocked_gemm`` reads it at every call
+(``parallel_flops``), so a product unit's source, and its cache key, is the same on every
+machine (``contraction.SPLITTABLE_FLOPS`` says which units call ``blocked_gemm`` at all).
+The cell holds ``DEFAULT`` until the machine's record is read (``load``, when ``gemm`` is
+imported, before any kernel that calls it is loaded) or measured (``ensure_measured``,
+by the first compile that writes such a product where there is no record).
 
-Imported when the first product is written (``contraction.runs_on_all_threads``), with
-``gemm``.
+The measurement times one product (``SHAPE``) by ``blocked_gemm``, on one thread and split
+on two (the cell set for each),
+interleaved, the least of ``ROUNDS`` each (the least is the machine's, the rest is other
+work), and takes the break-even rounded to a power of two, within [``LEAST``, ``MOST``]:
+measured so on the Xeon, 16.8 Mflop on one thread 126-138 us, on two 84-128 us, so
+2^22-2^24; the Zen 5 VM was not measured so. It is kept in the disk cache
+(``machine-<identity>.json``: the processor's name, its CPU count and the numbax version)
+only where the split beat one thread: a measurement taken while other work held the
+other core (a tiered first call's interpreter runs beside its compile) serves this
+process alone, and the next process measures again. Where fewer than two threads may run,
+nothing is measured and the cell keeps ``DEFAULT``.
 """
 
 from __future__ import annotations
 
-import functools
+import ctypes
 import hashlib
 import json
 import math
@@ -37,39 +41,69 @@ import platform
 import time
 from pathlib import Path
 
+import llvmlite.binding as llvm
 import numpy as np
-from numba import njit
-
-from . import threads
-from .contraction import MIN_ROWS, ROWS
-from .gemm import blocked_gemm, gemm
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 DEFAULT = 1 << 25
 LEAST, MOST = 1 << 22, 1 << 26
 SHAPE = (256, 256, 128)  # rows, columns, depth: 16.8 Mflop, ~0.1 ms on one core
 ROUNDS = 15
+SYMBOL = "numbax_parallel_flops"
+NEVER = 1 << 62
+
+CELL = ctypes.c_int64(DEFAULT)
+_settled = False  # the cell holds the record read or the measurement made by this process
+llvm.add_symbol(SYMBOL, ctypes.addressof(CELL))
 
 
-def parallel_flops() -> int:
-    """The flops from which a product runs on all threads, for this machine (module doc)."""
-    return _threshold()
+@intrinsic
+def parallel_flops(typingctx):
+    """The flops from which a product runs on all threads, read from ``CELL`` at run time."""
+
+    def codegen(context, builder, signature, values):
+        cell = builder.module.globals.get(SYMBOL)
+        if cell is None:
+            cell = ir.GlobalVariable(builder.module, ir.IntType(64), SYMBOL)
+            cell.linkage = "external"
+        return builder.load(cell)
+
+    return types.int64(), codegen
 
 
-@functools.cache
-def _threshold() -> int:
+def load() -> None:
+    """The machine's record, where the disk cache holds one, into ``CELL``."""
+    from ...config import config
+
+    global _settled
+    stored = _read(_path(config.cache_dir))
+    if stored is not None:
+        CELL.value, _settled = stored, True
+
+
+def ensure_measured() -> None:
+    """Measure the machine's threshold into ``CELL`` once per process, unless its record
+    was read (``load``); recorded where the measurement is clean (module doc)."""
+    global _settled
+    if _settled:
+        return
+    _settled = True
     from ...config import config
 
     path = _path(config.cache_dir)
     stored = _read(path)
     if stored is not None:
-        return stored
+        CELL.value = stored
+        return
     measured = measure()
     if measured is None:
-        return DEFAULT
-    threshold = threshold_of(*measured)
-    if path is not None:
-        _write(path, threshold, measured)
-    return threshold
+        return
+    CELL.value = threshold_of(*measured)
+    serial_s, split_s = measured
+    if path is not None and split_s < serial_s:
+        _write(path, CELL.value, measured)
 
 
 def threshold_of(serial_s: float, split_s: float) -> int:
@@ -84,6 +118,10 @@ def threshold_of(serial_s: float, split_s: float) -> int:
 def measure() -> tuple[float, float] | None:
     """One ``SHAPE`` float32 product's least time on one thread and split on two (seconds);
     None where fewer than two threads may run."""
+    from . import threads
+    from .contraction import MIN_ROWS, ROWS
+    from .gemm import blocked_gemm
+
     threads.launch_numba_threads()
     if min(threads.numba_threads(), threads.affinity_cpus(), threads.cgroup_cpus() or 2) < 2:
         return None
@@ -94,28 +132,19 @@ def measure() -> tuple[float, float] | None:
     c = np.empty(rows * columns, np.float32)
     sizes, leading = (rows, columns, depth), (depth, columns)
     offsets, transposed = (0, 0, 0), (0, 0)
-
     two = np.intc(2)  # as the product units pass ``threads.numba_threads()``: one signature
-
-    def serial():
-        _one_gemm(a, b, c, sizes, leading)
-
-    def split():
-        blocked_gemm(a, b, c, offsets, transposed, sizes, leading, ROWS, two, MIN_ROWS)
-
-    best = {serial: math.inf, split: math.inf}
-    for _ in range(ROUNDS):
-        for run in best:
-            start = time.perf_counter()
-            run()
-            best[run] = min(best[run], time.perf_counter() - start)
-    return best[serial], best[split]
-
-
-@njit(cache=True, no_cfunc_wrapper=True)
-def _one_gemm(a, b, c, sizes, leading):
-    """A product unit's single-threaded ``gemm`` call."""
-    gemm(a, b, c, (0, 0, 0), (0, 0), sizes, leading)
+    best = {NEVER: math.inf, 0: math.inf}  # by the threshold: one thread, then split
+    saved = CELL.value
+    try:
+        for _ in range(ROUNDS):
+            for threshold in best:
+                CELL.value = threshold
+                start = time.perf_counter()
+                blocked_gemm(a, b, c, offsets, transposed, sizes, leading, ROWS, two, MIN_ROWS)
+                best[threshold] = min(best[threshold], time.perf_counter() - start)
+    finally:
+        CELL.value = saved
+    return best[NEVER], best[0]
 
 
 def _identity() -> str:

@@ -10,8 +10,8 @@ which is exactly ``dot_general``'s output layout, so it is only reshaped.
 BLAS runs single-threaded inside compiled code (the executable sets OpenBLAS's thread
 count to one for the call and back after it, ``threads.py``): BLAS's own thread pool
 would oversubscribe the cores next to ours in parallel kernels, and waking it for a small
-product costs more than the product. A large product (``runs_on_all_threads``: from a
-threshold measured per machine, ``calibration.py``) is split into
+product costs more than the product. A large product (a unit's: from a threshold
+measured per machine and read at run time, ``calibration.py``) is split into
 blocks, one single-threaded BLAS call per thread of the call's parallel loops, in one
 ``prange`` (``gemm.blocked_gemm``, compiled once, not a parallel loop in every product
 unit): of rows, of columns, or of the depth, whichever has the blocks read least
@@ -39,9 +39,14 @@ from ...ir.core import ShapedArray
 from .loopnest import tuple_source
 from .scalar import dtype_source
 
-# Products of at least this many flops run on all threads: measured for the machine
-# (``calibration.py``; 2^23 to 2^25 on the 2-core VMs seen); a test may set a number.
-PARALLEL_FLOPS: int | None = None
+# A product written inline (in row blocks with a fused epilogue; operands copied first)
+# of at least this many flops runs on all threads: one constant, so the launcher's source
+# is the same on every machine.
+PARALLEL_FLOPS = 1 << 25
+# A product unit of at least this many flops calls ``gemm.blocked_gemm``, which splits it
+# over the call's threads from the machine's measured threshold, read at run time
+# (``calibration.py``: 2^22 to 2^26); a smaller one calls ``gemm`` once.
+SPLITTABLE_FLOPS = 1 << 22
 MIN_ROWS = 32
 # How a large product's blocks split it (``split_of``, ``gemm.blocked_gemm``).
 ROWS, DEPTH, COLUMNS = 0, 1, 2
@@ -254,11 +259,15 @@ def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_av
     gemm = program.function(GEMM_MODULE, "gemm")
     flags = f"({int(left.transposed)}, {int(right.transposed)})"
     leading = f"({left.leading}, {right.leading})"
-    if not runs_on_all_threads(out_aval, depth):
+    if 2 * out_aval.size * depth < SPLITTABLE_FLOPS:
         sizes = f"({rows}, {columns}, {depth})"
         call = f"{gemm}({lhs}, {rhs}, {out}, ({', '.join(starts)}), {flags}, {sizes}, {leading})"
         return [*lines, indent + call]
-    # A large product: blocks on the call's threads, one single-threaded call each.
+    # A large product: blocks on the call's threads, one single-threaded call each, from
+    # the machine's threshold (measured by the first compile that writes one).
+    from .calibration import ensure_measured
+
+    ensure_measured()
     blocked = program.function(GEMM_MODULE, "blocked_gemm")
     split = split_of(rows, columns, depth, SPLIT_THREADS)
     flat = [f"{name}.reshape({aval.size})" for name, aval in ((lhs, lhs_aval), (rhs, rhs_aval))]
@@ -289,13 +298,9 @@ def split_of(rows: int, columns: int, depth: int, threads: int) -> int:
 
 
 def runs_on_all_threads(out_aval, depth: int) -> bool:
-    """Whether a product of ``out_aval`` summing over ``depth`` runs in blocks on all
-    threads: from ``PARALLEL_FLOPS`` flops, or the machine's measured threshold."""
-    if PARALLEL_FLOPS is not None:
-        return 2 * out_aval.size * depth >= PARALLEL_FLOPS
-    from .calibration import parallel_flops  # imports gemm: only once a product is written
-
-    return 2 * out_aval.size * depth >= parallel_flops()
+    """Whether a product of ``out_aval`` summing over ``depth`` written inline runs in
+    blocks on all threads (``PARALLEL_FLOPS``)."""
+    return 2 * out_aval.size * depth >= PARALLEL_FLOPS
 
 
 def _threads(program) -> str:

@@ -22,12 +22,14 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import get_cython_function_address, intrinsic
 
-from . import packed_gemm
+from . import calibration, packed_gemm
+from .calibration import parallel_flops
 from .contraction import COLUMNS, DEPTH
 from .packed_gemm import LEAST_MULTIPLIES, PACKED_ROWS_READ_T
 
 if packed_gemm.available():
     packed_gemm.compiled()
+calibration.load()  # before any kernel calling ``blocked_gemm`` runs
 for _name in ("sgemm", "dgemm", "sgemv", "dgemv"):
     llvm.add_symbol(
         f"numbax_{_name}", get_cython_function_address("scipy.linalg.cython_blas", _name)
@@ -208,7 +210,9 @@ def blocked_gemm(a, b, c, offsets, transposed, sizes, leading, split, threads, l
     """``gemm`` split into blocks, one single-threaded call per block in one ``prange``:
     blocks of ``op(a)``'s rows, of ``op(b)``'s columns, or of the depth (each block's
     product into an array of its own, added into ``c`` in block order), as ``split``
-    says. At most ``threads`` blocks of at least ``least`` rows, columns or depth. The
+    says. At most ``threads`` blocks of at least ``least`` rows, columns or depth; one
+    ``gemm`` call on the calling thread, no thread woken, below the machine's threshold
+    (``calibration.parallel_flops``, read at run time) or for one block. The
     arrays are one-dimensional (the product units pass their arrays flattened): one
     compiled function per dtype, kept in Numba's disk cache, which every large product
     unit calls instead of running a parallel loop of its own (a unit with a ``prange``
@@ -218,6 +222,9 @@ def blocked_gemm(a, b, c, offsets, transposed, sizes, leading, split, threads, l
     a_leading, b_leading = leading
     extent = depth if split == DEPTH else columns if split == COLUMNS else rows
     blocks = max(1, min(threads, extent // max(least, 1)))
+    if blocks == 1 or 2 * rows * columns * depth < parallel_flops():
+        gemm(a, b, c, offsets, transposed, sizes, leading)
+        return
     step = (extent + blocks - 1) // blocks
     if split == DEPTH:
         size = rows * columns

@@ -29,7 +29,7 @@ dispatch Numba would type and LLVM compile for every kernel (0.2 s each, against
 BLAS reads each batch's matrix where it lies, by offset and leading dimension
 (``contraction.matrices``): ``x.T @ y``, attention's ``(B, T, H, D)`` operands split by
 head, a batch dimension in any position, with no transposed copy. A large product
-(``contraction.runs_on_all_threads``) runs in blocks on the call's threads, one
+(``contraction.SPLITTABLE_FLOPS``, ``calibration.py``) runs in blocks on the call's threads, one
 single-threaded BLAS call per block (``gemm.blocked_gemm``, one parallel helper every
 such unit calls). A product's epilogue is the next unit, reading the product's array.
 The program still calls BLAS (``calls_blas``), so the executable runs it on the call's

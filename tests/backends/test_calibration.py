@@ -1,6 +1,7 @@
-"""The threshold from which a product runs on all threads, measured per machine
-(backends/cpu/calibration.py): the arithmetic, the record in the disk cache, the case
-where nothing can be measured, and the generated code following it."""
+"""The threshold from which a product unit runs on all threads, measured per machine and
+read by the compiled code at run time (backends/cpu/calibration.py): the arithmetic, the
+record in the disk cache and when it is written, the case where nothing can be measured,
+and the same source whatever the threshold."""
 
 import json
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax.backends.cpu import calibration, contraction
+from numbax.backends.cpu import calibration, contraction, threads
 from numbax.config import config
 
 FLOPS = 2 * 256 * 256 * 128  # calibration.SHAPE
@@ -16,12 +17,12 @@ FLOPS = 2 * 256 * 256 * 128  # calibration.SHAPE
 
 @pytest.fixture
 def fresh_threshold(monkeypatch, tmp_path):
-    """An empty cache directory and no threshold measured yet in this process."""
+    """An empty cache directory, nothing settled yet in this process, and the threshold
+    this process had put back afterwards."""
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
-    monkeypatch.setattr(contraction, "PARALLEL_FLOPS", None)
-    calibration._threshold.cache_clear()
-    yield tmp_path
-    calibration._threshold.cache_clear()
+    monkeypatch.setattr(calibration, "_settled", False)
+    monkeypatch.setattr(calibration.CELL, "value", calibration.DEFAULT)
+    return tmp_path
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def test_threshold_is_the_break_even_as_a_power_of_two(serial_us, split_us, expe
         assert threshold / np.sqrt(2) <= break_even <= threshold * np.sqrt(2)
 
 
-def test_measured_once_then_read_from_the_cache(fresh_threshold, monkeypatch):
+def test_measured_once_recorded_then_read(fresh_threshold, monkeypatch):
     measured = []
 
     def measure():
@@ -51,45 +52,70 @@ def test_measured_once_then_read_from_the_cache(fresh_threshold, monkeypatch):
         return 134e-6, 125e-6
 
     monkeypatch.setattr(calibration, "measure", measure)
-    assert calibration.parallel_flops() == 1 << 24
+    calibration.ensure_measured()
+    calibration.ensure_measured()  # once per process
+    assert calibration.CELL.value == 1 << 24 and measured == [1]
     (record,) = fresh_threshold.glob("machine-*.json")
     saved = json.loads(record.read_text())
     assert saved["parallel_flops"] == 1 << 24
     assert saved["serial_us"] == 134.0 and saved["split_us"] == 125.0
-    calibration._threshold.cache_clear()  # a later process: reads, does not measure
-    assert calibration.parallel_flops() == 1 << 24
-    assert measured == [1]
-    record.write_text("{not json")  # a damaged record is measured again
-    calibration._threshold.cache_clear()
-    assert calibration.parallel_flops() == 1 << 24
+    # A later process reads the record as ``gemm`` loads, and measures nothing.
+    monkeypatch.setattr(calibration, "_settled", False)
+    calibration.CELL.value = calibration.DEFAULT
+    calibration.load()
+    calibration.ensure_measured()
+    assert calibration.CELL.value == 1 << 24 and measured == [1]
+    # A damaged record is measured again.
+    record.write_text("{not json")
+    monkeypatch.setattr(calibration, "_settled", False)
+    calibration.load()
+    calibration.ensure_measured()
     assert measured == [1, 1]
 
 
+def test_a_split_slower_than_one_thread_serves_this_process_only(fresh_threshold, monkeypatch):
+    """The other core was busy (a tiered first call's interpreter beside its compile): the
+    threshold is used here and not recorded, so the next process measures again."""
+    monkeypatch.setattr(calibration, "measure", lambda: (130e-6, 400e-6))
+    calibration.ensure_measured()
+    assert calibration.CELL.value == calibration.MOST
+    assert not list(fresh_threshold.glob("machine-*.json"))
+
+
 def test_one_thread_measures_nothing_and_writes_nothing(fresh_threshold, monkeypatch):
-    monkeypatch.setattr(calibration.threads, "affinity_cpus", lambda: 1)
+    monkeypatch.setattr(threads, "affinity_cpus", lambda: 1)
     assert calibration.measure() is None
-    assert calibration.parallel_flops() == calibration.DEFAULT
+    calibration.ensure_measured()
+    assert calibration.CELL.value == calibration.DEFAULT
     assert not list(fresh_threshold.glob("machine-*.json"))
 
 
 def test_a_real_measurement(fresh_threshold):
-    if calibration.threads.affinity_cpus() < 2:
+    if threads.affinity_cpus() < 2:
         pytest.skip("one CPU: a split product cannot be measured")
     serial_s, split_s = calibration.measure()
     assert 0 < serial_s < 1 and 0 < split_s < 1
-    assert calibration.LEAST <= calibration.parallel_flops() <= calibration.MOST
+    assert calibration.CELL.value == calibration.DEFAULT  # measuring leaves the cell as it was
+    calibration.ensure_measured()
+    assert calibration.LEAST <= calibration.CELL.value <= calibration.MOST
 
 
-@pytest.mark.parametrize("threshold", [1 << 22, 1 << 26])
-def test_the_generated_product_follows_the_threshold(fresh_threshold, monkeypatch, threshold):
-    """A 64 x 256 @ 256 x 512 product (2^24 flops) is split into blocks below it, one
-    ``gemm`` call at or above; the same value either way."""
+def test_the_source_is_the_same_whatever_the_threshold(fresh_threshold, monkeypatch):
+    """A 256 x 512 @ 512 x 256 product (2^26 flops) calls ``blocked_gemm``, which splits it
+    or not by the cell at run time: the same source, the same values either way."""
     monkeypatch.setattr(calibration, "measure", lambda: None)
-    monkeypatch.setattr(calibration, "DEFAULT", threshold)
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((64, 256), dtype=np.float32)
-    b = rng.standard_normal((256, 512), dtype=np.float32)
+    a = rng.standard_normal((256, 512), dtype=np.float32)
+    b = rng.standard_normal((512, 256), dtype=np.float32)
     product = numbax.jit(lambda a, b: a @ b, tiered=False)
-    np.testing.assert_allclose(product(a, b), a @ b, rtol=1e-4, atol=1e-4)
-    source = product.lower(a, b).source()
-    assert ("blocked_gemm" in source) == (threshold <= 1 << 24)
+    sources = set()
+    for threshold in (calibration.NEVER, 0):
+        calibration.CELL.value = threshold
+        np.testing.assert_allclose(product(a, b), a @ b, rtol=1e-4, atol=1e-3)
+        sources.add(product.lower(a, b).source())
+    (source,) = sources
+    assert "blocked_gemm" in source and str(calibration.DEFAULT) not in source
+    small = numbax.jit(lambda a, b: a @ b, tiered=False)
+    x = rng.standard_normal((8, 16), dtype=np.float32)
+    assert 2 * 8 * 16 * 16 < contraction.SPLITTABLE_FLOPS
+    assert "blocked_gemm" not in small.lower(x, x.T.copy()).source()

@@ -18,12 +18,14 @@ import pytest
 
 import numbax
 from numbax.backends import cpu
-from numbax.backends.cpu import contraction
+from numbax.backends.cpu import calibration, contraction
 
 
 @pytest.fixture
 def blocks(monkeypatch):
     monkeypatch.setattr(contraction, "PARALLEL_FLOPS", 0)
+    monkeypatch.setattr(contraction, "SPLITTABLE_FLOPS", 0)
+    monkeypatch.setattr(calibration.CELL, "value", 0)  # split at run time too
     monkeypatch.setattr(contraction, "MIN_ROWS", 1)
     monkeypatch.setattr(contraction, "into_array", lambda *avals: False)  # inline
     monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 1 << 40)  # no prange but the products'

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import numbax
 from numbax import backends
 from numbax.backends import cpu
-from numbax.backends.cpu import contraction
+from numbax.backends.cpu import calibration, contraction
 from numbax.backends.cpu.executable import CpuExecutable
 from numbax.tracer import lax
 
@@ -61,6 +61,8 @@ def parallel(monkeypatch):
     matrix products are split into blocks of rows however small."""
     monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 16)
     monkeypatch.setattr(contraction, "PARALLEL_FLOPS", 0)
+    monkeypatch.setattr(contraction, "SPLITTABLE_FLOPS", 0)
+    monkeypatch.setattr(calibration.CELL, "value", 0)  # split at run time too
     monkeypatch.setattr(contraction, "MIN_ROWS", 1)
 
 

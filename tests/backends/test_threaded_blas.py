@@ -16,13 +16,15 @@ import pytest
 
 import numbax
 from numbax.backends import cpu
-from numbax.backends.cpu import blas, contraction
+from numbax.backends.cpu import blas, calibration, contraction
 
 
 @pytest.fixture
 def large(monkeypatch):
     """Every float product counts as large, with blocks of one row or depth element."""
     monkeypatch.setattr(contraction, "PARALLEL_FLOPS", 0)
+    monkeypatch.setattr(contraction, "SPLITTABLE_FLOPS", 0)
+    monkeypatch.setattr(calibration.CELL, "value", 0)  # split at run time too
     monkeypatch.setattr(contraction, "MIN_ROWS", 1)
     monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 1 << 40)  # no prange but the products'
 
