@@ -47,8 +47,10 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from .contraction import MIN_ROWS, ROWS, SPLITTABLE_FLOPS
+
 DEFAULT = 1 << 25
-LEAST, MOST = 1 << 22, 1 << 26
+LEAST, MOST = SPLITTABLE_FLOPS, 1 << 26  # below LEAST a unit calls ``gemm`` itself
 SHAPE = (256, 256, 128)  # rows, columns, depth: 16.8 Mflop, ~0.1 ms on one core
 ROUNDS = 15
 SYMBOL = "numbax_parallel_flops"
@@ -119,7 +121,6 @@ def measure() -> tuple[float, float] | None:
     """One ``SHAPE`` float32 product's least time on one thread and split on two (seconds);
     None where fewer than two threads may run."""
     from . import threads
-    from .contraction import MIN_ROWS, ROWS
     from .gemm import blocked_gemm
 
     threads.launch_numba_threads()
