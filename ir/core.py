@@ -17,10 +17,11 @@ from . import dtypes
 
 
 class ShapedArray:
-    """The abstract value of an array: a static shape and a dtype. Never changed once made,
-    so its size and bytes are counted once: the fusion pass reads them for every pair of
-    kernels it weighs."""
+    """The abstract value of an array: a static shape and a dtype; ``size`` (elements) and
+    ``nbytes``, as NumPy's arrays have them."""
 
+    # Never changed once made, so the size and bytes are counted once: the fusion pass
+    # reads them for every pair of kernels it weighs.
     __slots__ = ("shape", "dtype", "size", "nbytes")
 
     def __init__(self, shape, dtype):

@@ -454,14 +454,47 @@ class Tracer:
 
 def replay(jaxpr: Jaxpr, consts, args) -> list:
     """Evaluate ``jaxpr`` by binding each equation: inside a trace this re-records the
-    program (how transforms emit rewritten programs); outside, it runs eagerly."""
+    program (how transforms emit rewritten programs); outside, it runs eagerly.
+
+    Into an abstract trace an equation whose operands have the types the jaxpr gives them
+    is copied as it is (``_copied``): its output types are the jaxpr's, so the shape rules
+    are not run again, and it keeps the line it was traced at. Transforms replay every
+    program they make (``value_and_grad`` records a step's forward three times and its
+    backward twice), and binding an equation is most of tracing's cost."""
     env = dict(zip(jaxpr.constvars, consts, strict=True))
     env.update(zip(jaxpr.invars, args, strict=True))
+    trace = current_trace()
+    copying = trace is not None and not trace.concrete and trace.values is None
 
     def read(atom):
         return atom.val if isinstance(atom, Literal) else env[atom]
 
     for eqn in jaxpr.eqns:
-        outs = bind(eqn.prim, *[read(a) for a in eqn.inputs], **eqn.params)
-        env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs], strict=True))
+        operands = [read(a) for a in eqn.inputs]
+        outs = _copied(trace, eqn, operands) if copying else None
+        if outs is None:
+            outs = bind(eqn.prim, *operands, **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+        env.update(zip(eqn.outputs, outs, strict=True))
     return [read(v) for v in jaxpr.outvars]
+
+
+def _copied(trace: Trace, eqn: Eqn, operands) -> list | None:
+    """``eqn`` recorded into the abstract ``trace`` on ``operands`` without its shape rule:
+    new tracers of its output types; None where ``bind`` must record it (an operand of
+    another type, an equation that folds on known values, a leaked tracer)."""
+    inputs = []
+    for operand, var in zip(operands, eqn.inputs, strict=True):
+        if isinstance(operand, Tracer) and not operand._trace.active:
+            return None
+        atom = trace.atom(operand)
+        if atom.aval != var.aval:
+            return None
+        inputs.append(atom)
+    if _folds_while_tracing(eqn.prim, eqn.params) and all(
+        trace.value_of(operand) is not None for operand in operands
+    ):
+        return None
+    tracers = [Tracer(trace, var.aval) for var in eqn.outputs]
+    trace.eqns.append(Eqn(eqn.prim, inputs, [t._var for t in tracers], eqn.params, eqn.source_info))
+    return tracers
