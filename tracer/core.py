@@ -496,5 +496,6 @@ def _copied(trace: Trace, eqn: Eqn, operands) -> list | None:
     ):
         return None
     tracers = [Tracer(trace, var.aval) for var in eqn.outputs]
-    trace.eqns.append(Eqn(eqn.prim, inputs, [t._var for t in tracers], eqn.params, eqn.source_info))
+    params = dict(eqn.params)  # its own, as bind's keywords make one
+    trace.eqns.append(Eqn(eqn.prim, inputs, [t._var for t in tracers], params, eqn.source_info))
     return tracers

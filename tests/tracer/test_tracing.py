@@ -78,6 +78,43 @@ def test_replay_reevaluates_and_rerecords():
     assert str(again) == str(closed)
 
 
+def test_replay_into_an_abstract_trace_copies_equations_and_keeps_their_lines():
+    """An equation whose operands have the jaxpr's types is copied, not bound: its line is
+    the one it was traced at (bound, it would be the replaying caller's), its params its
+    own; operands of other types, and equations whose operands are all known, are bound."""
+
+    def fn(x, w):
+        return np.tanh(x @ w).sum(axis=0)  # the traced line
+
+    closed = numbax.make_jaxpr(fn)(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
+    line = f"{__file__}:{fn.__code__.co_firstlineno + 1}"
+    again = numbax.make_jaxpr(lambda a, b: replay(closed.jaxpr, closed.consts, [a, b]))(
+        np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    )
+    assert str(again) == str(closed)
+    assert {e.source_info for e in again.eqns} == {line}
+    for copied, original in zip(again.eqns, closed.eqns, strict=True):
+        assert copied.params == original.params and copied.params is not original.params
+    # float64 operands: the shape rules run again, and the types follow the operands.
+    wider = numbax.make_jaxpr(lambda a, b: replay(closed.jaxpr, closed.consts, [a, b]))(
+        np.ones((2, 3)), np.ones((3, 4))
+    )
+    assert [e.outputs[0].aval.dtype for e in wider.eqns] == [np.float64] * len(wider.eqns)
+    # Known operands are bound, which computes their values while tracing (Python code may
+    # branch on them), as it records the equations.
+    x, w = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    seen = []
+
+    def on_known(a):
+        (out,) = replay(closed.jaxpr, closed.consts, [x, w])
+        seen.append(out._value)
+        return a + out
+
+    folded = numbax.make_jaxpr(on_known)(np.ones(4, np.float32))
+    assert [e.prim.name for e in folded.eqns] == [e.prim.name for e in closed.eqns] + ["add"]
+    np.testing.assert_allclose(seen[0], np.tanh(np.full((2, 4), 3.0)).sum(axis=0), rtol=1e-6)
+
+
 def test_bind_outside_a_trace_runs_the_reference_eagerly():
     out = bind(ir.PRIMITIVES["add"], np.ones(2, np.float32), np.float32(2))
     assert isinstance(out, np.ndarray) and out.dtype == np.float32
