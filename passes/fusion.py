@@ -113,6 +113,8 @@ def copy_views(jaxpr: Jaxpr) -> Jaxpr:
 # A var read by many kernels (an input every term of a long sum reads) pairs each of them
 # with only this many others as siblings: candidates stay linear in the program's size.
 SIBLING_CANDIDATES = 16
+# ``_reaches`` answers from a pair's own edges where either end has at most this many.
+FIRST_STEPS = 16
 
 
 @dataclass(eq=False)
@@ -439,8 +441,12 @@ class Partition:
         low, high = labels[source], labels[target]
         if high < low:
             return False  # nothing leads back against the topological order
-        for first_steps in (self._next_kernels(source), self._previous_kernels(target)):
-            if not any(low < labels[k] < high for k in first_steps):
+        for edges in (self._next_kernels(source), self._previous_kernels(target)):
+            # Only a few edges: a value read by 50,000 equations would make it quadratic.
+            first_steps = list(itertools.islice(edges, FIRST_STEPS + 1))
+            if len(first_steps) <= FIRST_STEPS and not any(
+                low < labels[k] < high for k in first_steps
+            ):
                 return False
         walks = (
             self._walk(source, target, self._next_kernels),
