@@ -36,6 +36,18 @@ import warnings
 from pathlib import Path
 
 
+@functools.cache
+def numbax_version() -> str:
+    """The installed numbax's version ("unknown" run from a source tree): part of every
+    key of what is kept on disk."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("numbax")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 @functools.lru_cache(maxsize=16)  # a compile asks for its key text more than once
 def program_text(source: str) -> str:
     """``source`` with every comment removed, its lines kept (line numbers still matter

@@ -29,8 +29,10 @@ from ..ir.core import Atom, ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern, has_side_effects
 from .rewrite import Rebuilder, map_subjaxprs, subjaxprs
 
-# The loops whose bodies this pass hoists from (``manager.Pass.acts_on``).
-ACTS_ON = frozenset({"while", "scan"})
+
+def acts_on() -> frozenset[str]:
+    """The loops whose bodies this pass hoists from (``manager.Pass.acts_on``)."""
+    return frozenset({"while", "scan"})
 
 
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:

@@ -67,7 +67,7 @@ PIPELINE = (
             Pass("control_flow", control_flow.run, acts_on=control_flow.acts_on()),
             Pass("ranges", ranges.run),
             Pass("simplify", simplify.run),
-            Pass("loop_invariants", loop_invariants.run, acts_on=loop_invariants.ACTS_ON),
+            Pass("loop_invariants", loop_invariants.run, acts_on=loop_invariants.acts_on()),
             Pass("cse", cse.run),
             Pass("dce", dce.run),
             Pass("loop_dce", loop_dce.run, acts_on=loop_dce.acts_on()),

@@ -40,7 +40,7 @@ import warnings
 from pathlib import Path
 
 from .. import compile_cache
-from ..compile_cache import KeyedLock, helpers_text, program_text
+from ..compile_cache import KeyedLock, helpers_text, numbax_version, program_text
 
 _LOADED: dict[str, object] = {}  # key -> compiled function, for this process
 # The program's machine code holds theirs (Numba links a callee into its caller's cache).
@@ -64,17 +64,17 @@ _ONE_THREAD = KeyedLock()  # per program key and per module name
 
 @functools.cache
 def _environment() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     import numba
 
-    try:
-        numbax_version = version("numbax")
-    except PackageNotFoundError:
-        numbax_version = "unknown"
     helpers = helpers_text(os.path.dirname(__file__), _HELPERS)
     return "\n".join(
-        [numbax_version, numba.__version__, platform.python_version(), platform.machine(), helpers]
+        [
+            numbax_version(),
+            numba.__version__,
+            platform.python_version(),
+            platform.machine(),
+            helpers,
+        ]
     )
 
 

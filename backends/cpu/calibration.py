@@ -37,7 +37,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -89,16 +88,14 @@ def ensure_measured() -> None:
     """Measure the machine's threshold into ``CELL`` once per process, unless its record
     was read (``load``); recorded where the measurement is clean (module doc)."""
     global _settled
+    if not _settled:
+        load()  # the record another process wrote since this one imported ``gemm``
     if _settled:
         return
     _settled = True
     from ...config import config
 
     path = _path(config.cache_dir)
-    stored = _read(path)
-    if stored is not None:
-        CELL.value = stored
-        return
     measured = measure()
     if measured is None:
         return
@@ -149,19 +146,12 @@ def measure() -> tuple[float, float] | None:
 
 
 def _identity() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """The machine as the record's name holds it: the host CPU as LLVM names it, with its
+    features (as the llvmlite kernels' cache keys it), its CPU count, numbax's version."""
+    from ..compile_cache import numbax_version
+    from .llvm_helpers import host
 
-    try:
-        numbax_version = version("numbax")
-    except PackageNotFoundError:
-        numbax_version = "unknown"
-    name = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as file:
-            name = next((line for line in file if line.startswith("model name")), name)
-    except OSError:
-        pass
-    return "|".join([name.strip(), platform.machine(), str(os.cpu_count()), numbax_version])
+    return "|".join([host(), str(os.cpu_count()), numbax_version()])
 
 
 def _path(cache_dir: str | None) -> Path | None:
