@@ -64,7 +64,7 @@ from pathlib import Path
 
 from ..compile_cache import stored
 from .llvm_expressions import Unsupported, numba_parts
-from .llvm_helpers import LOCK, host, resolve
+from .llvm_helpers import LOCK, host, resolve, target_features
 from .llvm_translate import translate
 
 CACHE_PREFIX = "numbax_llvm_"
@@ -90,7 +90,7 @@ def _machine():
     target = llvm.Target.from_default_triple()
     machine = target.create_target_machine(
         cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
+        features=target_features(),
         opt=3,
         reloc="static",
         codemodel="jitdefault",

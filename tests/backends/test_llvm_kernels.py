@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import ctypes
+import functools
 import re
 import textwrap
 
@@ -14,7 +15,7 @@ import pytest
 
 import numbax
 from numbax.backends import cpu
-from numbax.backends.cpu import cache, llvm_kernels, units
+from numbax.backends.cpu import cache, llvm_helpers, llvm_kernels, units
 from numbax.backends.cpu.cache import load_module
 from numbax.backends.cpu.llvm_expressions import Unsupported
 from numbax.config import config
@@ -62,12 +63,34 @@ def _run(address: int, arrays: list[np.ndarray]) -> None:
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)(ctypes.addressof(table))
 
 
+@functools.cache
+def _machine_tuned_as_numba_s():
+    """``llvm_kernels._machine()`` with Numba's tuning (the host's features as they are):
+    numbax's kernels prefer 512-bit vectors where the host has AVX-512
+    (``llvm_helpers.target_features``), which orders a reassociable sum's terms otherwise
+    than Numba's 256-bit loops; the translation is compared at Numba's width."""
+    import llvmlite.binding as llvm
+
+    _, _, engine = llvm_kernels._machine()
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+        reloc="static",
+        codemodel="jitdefault",
+        jit=True,
+    )
+    return llvm, machine, engine
+
+
 def _both(body: str, name: str = "kernel"):
     """The kernel ``body`` compiled by llvmlite and by Numba, run on the same inputs: the
     two sets of arrays after the calls."""
     source = _HEADER + f"def {name}(args):\n" + textwrap.indent(textwrap.dedent(body), "    ")
-    _, machine, _ = llvm_kernels._machine()
-    code = machine.emit_object(llvm_kernels.optimised(source, name))
+    tuned = _machine_tuned_as_numba_s()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(llvm_kernels, "_machine", lambda: tuned)
+        code = tuned[1].emit_object(llvm_kernels.optimised(source, name))
     ours = llvm_kernels._load(code, name)
     module = load_module(source, f"test_llvm_{name}_{abs(hash(source))}", None)
     numba_kernel = units._cfunc(module, name, False)
@@ -271,7 +294,9 @@ def test_llvmlite_s_loops_are_vector_code(fresh, size):
     assert unit.parallel == (size > 4096)
     assert executable.compile_stats.llvmlite == 1
     text = units.llvm_ir(unit)
-    assert re.search(r"<(4|8|16) x float>", text), "the loop is not vectorised"
+    # 16 lanes where the host has AVX-512 (``llvm_helpers.target_features``), else 4 or 8.
+    lanes = "16" if "+avx512f" in llvm_helpers.target_features().split(",") else "4|8"
+    assert re.search(rf"<({lanes}) x float>", text), "the loop is not vectorised"
     np.testing.assert_allclose(
         executable(x)[0], np.tanh(1.5 * x + 0.5) * 0.5 + x * x, rtol=1e-6, atol=1e-6
     )
