@@ -1,5 +1,6 @@
-"""When a product runs on all threads: the flops from which splitting it pays, measured
-once per machine and read by the compiled code at run time, not a constant.
+"""When a product runs on all threads, and whose product runs it: the flops from which
+splitting it pays and whether numbax's packed product beats BLAS's, measured once per
+machine and read by the compiled code at run time, not constants.
 
 A product split into blocks on two threads (``gemm.blocked_gemm``) takes about half its
 single-threaded time plus the cost of waking the other thread and joining it; splitting
@@ -15,7 +16,8 @@ symbol ``numbax_parallel_flops``: ``blocked_gemm`` reads it at every call
 machine (``contraction.SPLITTABLE_FLOPS`` says which units call ``blocked_gemm`` at all).
 The cell holds ``DEFAULT`` until the machine's record is read (``load``, when ``gemm`` is
 imported, before any kernel that calls it is loaded) or measured (``ensure_measured``,
-by the first compile that writes such a product where there is no record).
+by the first compile that writes a product of ``packed_gemm.LEAST_MULTIPLIES`` or more
+where there is no record: ~25 ms).
 
 The measurement times one product (``SHAPE``) by ``blocked_gemm``, on one thread and split
 on two (the cell set for each),
@@ -28,6 +30,16 @@ only where the split beat one thread: a measurement taken while other work held 
 other core (a tiered first call's interpreter runs beside its compile) serves this
 process alone, and the next process measures again. Where fewer than two threads may run,
 nothing is measured and the cell keeps ``DEFAULT``.
+
+Whose product runs a ``gemm`` call is measured the same way: numbax's packed product
+(``packed_gemm``, on AVX-512) or BLAS's. On the Zen 5 VM, whose environment made OpenBLAS
+run its Haswell (AVX2) kernels, the packed product took 0.39-0.88x OpenBLAS's time; on an
+Intel Xeon (Emerald Rapids) VM, OpenBLAS picks its SkylakeX kernels and the packed product
+took 1.1-1.6x theirs (128 x 784 @ 784 x 512 on one thread: 1,226 against 807 us). One
+``PRODUCT_SHAPE`` product per float type, on one thread, each way (``PACKED_CELL``'s bit
+for the type set and cleared), the least of ``PRODUCT_ROUNDS``: the faster one's bit is
+kept in ``PACKED_CELL`` (symbol ``numbax_packed_products``), which ``gemm`` reads at every
+call, and in the record beside the threshold.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ import json
 import math
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -55,9 +68,48 @@ ROUNDS = 15
 SYMBOL = "numbax_parallel_flops"
 NEVER = 1 << 62
 
+# Whose product ``gemm`` calls: a bit per float type, set where numbax's packed product
+# runs it (on AVX-512 only), clear where BLAS's does.
+PACKED_SYMBOL = "numbax_packed_products"
+PACKED_BITS = {"s": 1, "d": 2}  # float32, float64 (BLAS's letters)
+PACKED_DEFAULT = PACKED_BITS["s"] | PACKED_BITS["d"]
+PRODUCT_SHAPE = (128, 512, 384)  # an MLP step's product block on one thread: 50 Mflop
+PRODUCT_ROUNDS = 7
+
 CELL = ctypes.c_int64(DEFAULT)
-_settled = False  # the cell holds the record read or the measurement made by this process
+PACKED_CELL = ctypes.c_int64(PACKED_DEFAULT)
+_settled = False  # the cells hold the record read or the measurement made by this process
 llvm.add_symbol(SYMBOL, ctypes.addressof(CELL))
+llvm.add_symbol(PACKED_SYMBOL, ctypes.addressof(PACKED_CELL))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One machine's measurement (seconds, least of the rounds): ``SHAPE`` float32 on one
+    thread and split on two; ``PRODUCT_SHAPE`` on one thread by numbax's packed product
+    and by BLAS, per BLAS letter (empty where the packed product does not run here)."""
+
+    serial_s: float
+    split_s: float
+    products: dict = field(default_factory=dict)  # letter -> (packed_s, blas_s)
+
+    def packed(self) -> int:
+        """``PACKED_CELL``'s bits: the types whose packed product beat BLAS's."""
+        return sum(
+            PACKED_BITS[letter]
+            for letter, (packed_s, blas_s) in self.products.items()
+            if packed_s < blas_s
+        )
+
+
+def cell_value(builder, symbol: str):
+    """The 64-bit run-time cell linked as ``symbol`` (``CELL``, ``PACKED_CELL``), loaded
+    where ``builder`` is."""
+    cell = builder.module.globals.get(symbol)
+    if cell is None:
+        cell = ir.GlobalVariable(builder.module, ir.IntType(64), symbol)
+        cell.linkage = "external"
+    return builder.load(cell)
 
 
 @intrinsic
@@ -65,11 +117,7 @@ def parallel_flops(typingctx):
     """The flops from which a product runs on all threads, read from ``CELL`` at run time."""
 
     def codegen(context, builder, signature, values):
-        cell = builder.module.globals.get(SYMBOL)
-        if cell is None:
-            cell = ir.GlobalVariable(builder.module, ir.IntType(64), SYMBOL)
-            cell.linkage = "external"
-        return builder.load(cell)
+        return cell_value(builder, SYMBOL)
 
     return types.int64(), codegen
 
@@ -81,7 +129,7 @@ def load() -> None:
     global _settled
     stored = _read(_path(config.cache_dir))
     if stored is not None:
-        CELL.value, _settled = stored, True
+        (CELL.value, PACKED_CELL.value), _settled = stored, True
 
 
 def ensure_measured() -> None:
@@ -99,10 +147,11 @@ def ensure_measured() -> None:
     measured = measure()
     if measured is None:
         return
-    CELL.value = threshold_of(*measured)
-    serial_s, split_s = measured
-    if path is not None and split_s < serial_s:
-        _write(path, CELL.value, measured)
+    CELL.value = threshold_of(measured.serial_s, measured.split_s)
+    if measured.products:
+        PACKED_CELL.value = measured.packed()
+    if path is not None and measured.split_s < measured.serial_s:
+        _write(path, measured)
 
 
 def threshold_of(serial_s: float, split_s: float) -> int:
@@ -114,35 +163,50 @@ def threshold_of(serial_s: float, split_s: float) -> int:
     return int(min(max(1 << round(math.log2(wanted)), LEAST), MOST))
 
 
-def measure() -> tuple[float, float] | None:
-    """One ``SHAPE`` float32 product's least time on one thread and split on two (seconds);
-    None where fewer than two threads may run."""
-    from . import threads
-    from .gemm import blocked_gemm
+def measure() -> Measurement | None:
+    """This machine's ``Measurement``; None where fewer than two threads may run. The
+    cells are left as they were."""
+    from . import packed_gemm, threads
 
     threads.launch_numba_threads()
     if min(threads.numba_threads(), threads.affinity_cpus(), threads.cgroup_cpus() or 2) < 2:
         return None
-    rows, columns, depth = SHAPE
+    saved = CELL.value, PACKED_CELL.value
+    try:
+        serial_s, split_s = _least_times(SHAPE, np.float32, ROUNDS, [(NEVER, None), (0, None)])
+        products = {}
+        if packed_gemm.available():
+            for letter, dtype in (("s", np.float32), ("d", np.float64)):
+                ways = [(NEVER, PACKED_BITS[letter]), (NEVER, 0)]
+                products[letter] = _least_times(PRODUCT_SHAPE, dtype, PRODUCT_ROUNDS, ways)
+    finally:
+        CELL.value, PACKED_CELL.value = saved
+    return Measurement(serial_s, split_s, products)
+
+
+def _least_times(shape, dtype, rounds: int, ways: list) -> tuple:
+    """The least time of one ``shape`` product by ``blocked_gemm`` for each way of setting
+    the cells ((threshold, packed bits), None: as it is), the ways taking turns."""
+    from .gemm import blocked_gemm
+
+    rows, columns, depth = shape
     generator = np.random.default_rng(0)
-    a = generator.standard_normal(rows * depth, dtype=np.float32)
-    b = generator.standard_normal(depth * columns, dtype=np.float32)
-    c = np.empty(rows * columns, np.float32)
+    a = generator.standard_normal(rows * depth).astype(dtype)
+    b = generator.standard_normal(depth * columns).astype(dtype)
+    c = np.empty(rows * columns, dtype)
     sizes, leading = (rows, columns, depth), (depth, columns)
     offsets, transposed = (0, 0, 0), (0, 0)
     two = np.intc(2)  # as the product units pass ``threads.numba_threads()``: one signature
-    best = {NEVER: math.inf, 0: math.inf}  # by the threshold: one thread, then split
-    saved = CELL.value
-    try:
-        for _ in range(ROUNDS):
-            for threshold in best:
-                CELL.value = threshold
-                start = time.perf_counter()
-                blocked_gemm(a, b, c, offsets, transposed, sizes, leading, ROWS, two, MIN_ROWS)
-                best[threshold] = min(best[threshold], time.perf_counter() - start)
-    finally:
-        CELL.value = saved
-    return best[NEVER], best[0]
+    best = [math.inf] * len(ways)
+    for _ in range(rounds):
+        for k, (threshold, packed) in enumerate(ways):
+            CELL.value = threshold
+            if packed is not None:
+                PACKED_CELL.value = packed
+            start = time.perf_counter()
+            blocked_gemm(a, b, c, offsets, transposed, sizes, leading, ROWS, two, MIN_ROWS)
+            best[k] = min(best[k], time.perf_counter() - start)
+    return tuple(best)
 
 
 def _identity() -> str:
@@ -161,25 +225,37 @@ def _path(cache_dir: str | None) -> Path | None:
     return Path(cache_dir) / f"machine-{digest}.json"
 
 
-def _read(path: Path | None) -> int | None:
+def _read(path: Path | None) -> tuple[int, int] | None:
+    """The record's threshold and packed bits; None where it is missing or damaged."""
     if path is None:
         return None
     try:
-        threshold = json.loads(path.read_text())["parallel_flops"]
+        record = json.loads(path.read_text())
+        threshold, packed = record["parallel_flops"], record["packed_products"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return threshold if isinstance(threshold, int) and LEAST <= threshold <= MOST else None
+    if not (isinstance(threshold, int) and LEAST <= threshold <= MOST):
+        return None
+    if not (isinstance(packed, int) and 0 <= packed <= PACKED_DEFAULT):
+        return None
+    return threshold, packed
 
 
-def _write(path: Path, threshold: int, measured: tuple[float, float]) -> None:
-    """Written whole (a temporary file renamed), so a process reading it at the same time
-    reads all of it or nothing."""
+def _write(path: Path, measured: Measurement) -> None:
+    """The cells and what they were taken from, written whole (a temporary file renamed),
+    so a process reading it at the same time reads all of it or nothing."""
+    microseconds = lambda seconds: round(seconds * 1e6, 1)  # noqa: E731
     record = {
         "identity": _identity(),
-        "parallel_flops": threshold,
-        "serial_us": round(measured[0] * 1e6, 1),
-        "split_us": round(measured[1] * 1e6, 1),
+        "parallel_flops": CELL.value,
+        "packed_products": PACKED_CELL.value,
+        "serial_us": microseconds(measured.serial_s),
+        "split_us": microseconds(measured.split_s),
         "shape": SHAPE,
+        "products_us": {
+            letter: [microseconds(t) for t in times] for letter, times in measured.products.items()
+        },
+        "product_shape": PRODUCT_SHAPE,
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -256,6 +256,13 @@ def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_av
     if product_terms:
         product_terms = [f"({' + '.join(product_terms)}) * {out_stride}"]
     starts = [" + ".join(terms) or "0" for terms in (*offsets[:2], product_terms)]
+    from .calibration import ensure_measured
+    from .packed_gemm import LEAST_MULTIPLIES
+
+    if rows * columns * depth >= LEAST_MULTIPLIES:
+        # The machine's facts (``calibration``): whose product runs it, and from which
+        # size a product is split over the threads; measured by the first compile.
+        ensure_measured()
     gemm = program.function(GEMM_MODULE, "gemm")
     flags = f"({int(left.transposed)}, {int(right.transposed)})"
     leading = f"({left.leading}, {right.leading})"
@@ -264,10 +271,7 @@ def write_gemm(program, lhs: str, lhs_aval, rhs: str, rhs_aval, out: str, out_av
         call = f"{gemm}({lhs}, {rhs}, {out}, ({', '.join(starts)}), {flags}, {sizes}, {leading})"
         return [*lines, indent + call]
     # A large product: blocks on the call's threads, one single-threaded call each, from
-    # the machine's threshold (measured by the first compile that writes one).
-    from .calibration import ensure_measured
-
-    ensure_measured()
+    # the machine's threshold.
     blocked = program.function(GEMM_MODULE, "blocked_gemm")
     split = split_of(rows, columns, depth, SPLIT_THREADS)
     flat = [f"{name}.reshape({aval.size})" for name, aval in ((lhs, lhs_aval), (rhs, rhs_aval))]

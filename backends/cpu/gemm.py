@@ -164,6 +164,10 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             b_in_place = builder.icmp_signed("==", b_t, ir.Constant(b_t.type, 0))
             large = builder.and_(large, wide_enough)
             large = builder.and_(large, builder.or_(b_in_place, rows_enough))
+            # ... where it beat BLAS's on this machine (``calibration.PACKED_CELL``).
+            bits = calibration.cell_value(builder, calibration.PACKED_SYMBOL)
+            bit = builder.and_(bits, ir.Constant(i64, calibration.PACKED_BITS[letter]))
+            large = builder.and_(large, builder.icmp_signed("!=", bit, ir.Constant(i64, 0)))
             step = ir.Constant(i64, 1)
             with builder.if_else(large) as (own, other):
                 with own:

@@ -26,8 +26,10 @@ part copied.
 
 Called from compiled code only (a ``cfunc`` under the symbol ``numbax_sgemm_packed`` or
 ``numbax_dgemm_packed``, registered when ``gemm`` is imported, so a kernel cached on disk
-holds no address; ``compiled``), on one thread: a large product is split into blocks over
-the call's threads first (``gemm.blocked_gemm``). Results equal NumPy's within rounding (a
+holds no address; ``compiled``), where it beat BLAS's product on this machine
+(``calibration``: not where OpenBLAS runs its own AVX-512 kernels), on one thread: a
+large product is split into blocks over the call's threads first (``gemm.blocked_gemm``).
+Results equal NumPy's within rounding (a
 different order of the depth's sum); tests in ``tests/backends/test_packed_gemm.py``.
 """
 

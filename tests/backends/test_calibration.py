@@ -1,7 +1,8 @@
-"""The threshold from which a product unit runs on all threads, measured per machine and
-read by the compiled code at run time (backends/cpu/calibration.py): the arithmetic, the
-record in the disk cache and when it is written, the case where nothing can be measured,
-and the same source whatever the threshold."""
+"""The threshold from which a product unit runs on all threads, and whose product (numbax's
+packed one or BLAS's) runs it, measured per machine and read by the compiled code at run
+time (backends/cpu/calibration.py): the arithmetic, the record in the disk cache and when
+it is written, the case where nothing can be measured, and the same source and values
+whatever the cells hold."""
 
 import json
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import numbax
-from numbax.backends.cpu import calibration, contraction, threads
+from numbax.backends.cpu import calibration, contraction, packed_gemm, threads
 from numbax.config import config
 
 FLOPS = 2 * 256 * 256 * 128  # calibration.SHAPE
@@ -22,6 +23,7 @@ def fresh_threshold(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
     monkeypatch.setattr(calibration, "_settled", False)
     monkeypatch.setattr(calibration.CELL, "value", calibration.DEFAULT)
+    monkeypatch.setattr(calibration.PACKED_CELL, "value", calibration.PACKED_DEFAULT)
     return tmp_path
 
 
@@ -49,34 +51,47 @@ def test_measured_once_recorded_then_read(fresh_threshold, monkeypatch):
 
     def measure():
         measured.append(1)
-        return 134e-6, 125e-6
+        # float32's packed product beat BLAS's, float64's did not.
+        return calibration.Measurement(134e-6, 125e-6, {"s": (3e-4, 4e-4), "d": (9e-4, 6e-4)})
 
     monkeypatch.setattr(calibration, "measure", measure)
     calibration.ensure_measured()
     calibration.ensure_measured()  # once per process
+    float32_only = calibration.PACKED_BITS["s"]
     assert calibration.CELL.value == 1 << 24 and measured == [1]
+    assert calibration.PACKED_CELL.value == float32_only
     (record,) = fresh_threshold.glob("machine-*.json")
     saved = json.loads(record.read_text())
-    assert saved["parallel_flops"] == 1 << 24
+    assert saved["parallel_flops"] == 1 << 24 and saved["packed_products"] == float32_only
     assert saved["serial_us"] == 134.0 and saved["split_us"] == 125.0
+    assert saved["products_us"] == {"s": [300.0, 400.0], "d": [900.0, 600.0]}
     # A later process reads the record as ``gemm`` loads, and measures nothing.
     monkeypatch.setattr(calibration, "_settled", False)
     calibration.CELL.value = calibration.DEFAULT
+    calibration.PACKED_CELL.value = calibration.PACKED_DEFAULT
     calibration.load()
     calibration.ensure_measured()
     assert calibration.CELL.value == 1 << 24 and measured == [1]
+    assert calibration.PACKED_CELL.value == float32_only
+    # A record without the packed bits (an earlier numbax's) is measured again.
+    del saved["packed_products"]
+    record.write_text(json.dumps(saved))
+    monkeypatch.setattr(calibration, "_settled", False)
+    calibration.load()
+    calibration.ensure_measured()
+    assert measured == [1, 1]
     # A damaged record is measured again.
     record.write_text("{not json")
     monkeypatch.setattr(calibration, "_settled", False)
     calibration.load()
     calibration.ensure_measured()
-    assert measured == [1, 1]
+    assert measured == [1, 1, 1]
 
 
 def test_a_split_slower_than_one_thread_serves_this_process_only(fresh_threshold, monkeypatch):
     """The other core was busy (a tiered first call's interpreter beside its compile): the
     threshold is used here and not recorded, so the next process measures again."""
-    monkeypatch.setattr(calibration, "measure", lambda: (130e-6, 400e-6))
+    monkeypatch.setattr(calibration, "measure", lambda: calibration.Measurement(130e-6, 400e-6))
     calibration.ensure_measured()
     assert calibration.CELL.value == calibration.MOST
     assert not list(fresh_threshold.glob("machine-*.json"))
@@ -93,26 +108,37 @@ def test_one_thread_measures_nothing_and_writes_nothing(fresh_threshold, monkeyp
 def test_a_real_measurement(fresh_threshold):
     if threads.affinity_cpus() < 2:
         pytest.skip("one CPU: a split product cannot be measured")
-    serial_s, split_s = calibration.measure()
-    assert 0 < serial_s < 1 and 0 < split_s < 1
-    assert calibration.CELL.value == calibration.DEFAULT  # measuring leaves the cell as it was
+    measured = calibration.measure()
+    assert 0 < measured.serial_s < 1 and 0 < measured.split_s < 1
+    if packed_gemm.available():
+        assert set(measured.products) == {"s", "d"}
+        assert all(0 < t < 1 for times in measured.products.values() for t in times)
+    else:
+        assert measured.products == {}
+    # Measuring leaves the cells as they were.
+    assert calibration.CELL.value == calibration.DEFAULT
+    assert calibration.PACKED_CELL.value == calibration.PACKED_DEFAULT
     calibration.ensure_measured()
     assert calibration.LEAST <= calibration.CELL.value <= calibration.MOST
 
 
-def test_the_source_is_the_same_whatever_the_threshold(fresh_threshold, monkeypatch):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_source_is_the_same_whatever_the_cells(fresh_threshold, monkeypatch, dtype):
     """A 256 x 512 @ 512 x 256 product (2^26 flops) calls ``blocked_gemm``, which splits it
-    or not by the cell at run time: the same source, the same values either way."""
+    or not, and multiplies by numbax's packed product or BLAS's, by the cells at run time:
+    the same source, the same values every way."""
     monkeypatch.setattr(calibration, "measure", lambda: None)
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((256, 512), dtype=np.float32)
-    b = rng.standard_normal((512, 256), dtype=np.float32)
+    a = rng.standard_normal((256, 512)).astype(dtype)
+    b = rng.standard_normal((512, 256)).astype(dtype)
+    expected = a.astype(np.float64) @ b
     product = numbax.jit(lambda a, b: a @ b, tiered=False)
     sources = set()
     for threshold in (calibration.NEVER, 0):
-        calibration.CELL.value = threshold
-        np.testing.assert_allclose(product(a, b), a @ b, rtol=1e-4, atol=1e-3)
-        sources.add(product.lower(a, b).source())
+        for packed in (0, calibration.PACKED_DEFAULT):
+            calibration.CELL.value, calibration.PACKED_CELL.value = threshold, packed
+            np.testing.assert_allclose(product(a, b), expected, rtol=1e-4, atol=1e-3)
+            sources.add(product.lower(a, b).source())
     (source,) = sources
     assert "blocked_gemm" in source and str(calibration.DEFAULT) not in source
     small = numbax.jit(lambda a, b: a @ b, tiered=False)
