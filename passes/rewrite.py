@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.core import Atom, ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ..ir.primitive import Primitive
+from ..ir.primitive import Primitive, jaxprs_in
 
 
 class Rebuilder:
@@ -236,9 +236,8 @@ def _mapped(value, fn: Callable[[Jaxpr], Jaxpr]):
 
 
 def subjaxprs(eqn: Eqn) -> list[Jaxpr]:
-    found: list[Jaxpr] = []
-    map_subjaxprs(eqn, lambda j: found.append(j) or j)
-    return found
+    """The jaxprs ``map_subjaxprs`` maps: ``eqn``'s bodies."""
+    return list(jaxprs_in(eqn.params.values()))
 
 
 def use_counts(jaxpr: Jaxpr) -> Counter:
