@@ -17,7 +17,7 @@ machine (``contraction.SPLITTABLE_FLOPS`` says which units call ``blocked_gemm``
 The cell holds ``DEFAULT`` until the machine's record is read (``load``, when ``gemm`` is
 imported, before any kernel that calls it is loaded) or measured (``ensure_measured``,
 by the first compile that writes a product of ``packed_gemm.LEAST_MULTIPLIES`` or more
-where there is no record: ~25 ms).
+where there is no record: ~40 ms).
 
 The measurement times one product (``SHAPE``) by ``blocked_gemm``, on one thread and split
 on two (the cell set for each),
@@ -34,12 +34,15 @@ nothing is measured and the cell keeps ``DEFAULT``.
 Whose product runs a ``gemm`` call is measured the same way: numbax's packed product
 (``packed_gemm``, on AVX-512) or BLAS's. On the Zen 5 VM, whose environment made OpenBLAS
 run its Haswell (AVX2) kernels, the packed product took 0.39-0.88x OpenBLAS's time; on an
-Intel Xeon (Emerald Rapids) VM, OpenBLAS picks its SkylakeX kernels and the packed product
-took 1.1-1.6x theirs (128 x 784 @ 784 x 512 on one thread: 1,226 against 807 us). One
+Intel Xeon (Emerald Rapids) VM, OpenBLAS picks its SkylakeX kernels, and on one thread the
+packed product took 1.09-1.13x their time in float32 and 1.09-1.16x in float64 (256 x 512
+@ 512 x 256), 0.96-1.04x and 1.45-1.61x at 64 or 128 x 784 @ 784 x 512. One
 ``PRODUCT_SHAPE`` product per float type, on one thread, each way (``PACKED_CELL``'s bit
 for the type set and cleared), the least of ``PRODUCT_ROUNDS``: the faster one's bit is
 kept in ``PACKED_CELL`` (symbol ``numbax_packed_products``), which ``gemm`` reads at every
-call, and in the record beside the threshold.
+call, and in the record beside the threshold. The split is then timed with the faster
+product, and every product with BLAS on one thread, as in a compiled call (OpenBLAS's own
+pool made "one thread" two).
 """
 
 from __future__ import annotations
@@ -73,8 +76,8 @@ NEVER = 1 << 62
 PACKED_SYMBOL = "numbax_packed_products"
 PACKED_BITS = {"s": 1, "d": 2}  # float32, float64 (BLAS's letters)
 PACKED_DEFAULT = PACKED_BITS["s"] | PACKED_BITS["d"]
-PRODUCT_SHAPE = (128, 512, 384)  # an MLP step's product block on one thread: 50 Mflop
-PRODUCT_ROUNDS = 7
+PRODUCT_SHAPE = (256, 256, 512)  # 67 Mflop: ~0.5 ms float32, ~1.1 ms float64, one thread
+PRODUCT_ROUNDS = 5
 
 CELL = ctypes.c_int64(DEFAULT)
 PACKED_CELL = ctypes.c_int64(PACKED_DEFAULT)
@@ -95,11 +98,13 @@ class Measurement:
 
     def packed(self) -> int:
         """``PACKED_CELL``'s bits: the types whose packed product beat BLAS's."""
-        return sum(
-            PACKED_BITS[letter]
-            for letter, (packed_s, blas_s) in self.products.items()
-            if packed_s < blas_s
-        )
+        return _faster_packed(self.products)
+
+
+def _faster_packed(products: dict) -> int:
+    return sum(
+        PACKED_BITS[letter] for letter, (packed_s, blas_s) in products.items() if packed_s < blas_s
+    )
 
 
 def cell_value(builder, symbol: str):
@@ -166,21 +171,27 @@ def threshold_of(serial_s: float, split_s: float) -> int:
 def measure() -> Measurement | None:
     """This machine's ``Measurement``; None where fewer than two threads may run. The
     cells are left as they were."""
-    from . import packed_gemm, threads
+    from . import blas, packed_gemm, threads
 
     threads.launch_numba_threads()
     if min(threads.numba_threads(), threads.affinity_cpus(), threads.cgroup_cpus() or 2) < 2:
         return None
     saved = CELL.value, PACKED_CELL.value
+    # BLAS on one thread, as in a compiled call (``threads.on_chosen_threads``): its own
+    # pool made "one thread" two and the split four.
+    single = blas.enter_single_threaded(threads.cpu_quota()) if blas.AVAILABLE else None
     try:
-        serial_s, split_s = _least_times(SHAPE, np.float32, ROUNDS, [(NEVER, None), (0, None)])
         products = {}
         if packed_gemm.available():
             for letter, dtype in (("s", np.float32), ("d", np.float64)):
                 ways = [(NEVER, PACKED_BITS[letter]), (NEVER, 0)]
                 products[letter] = _least_times(PRODUCT_SHAPE, dtype, PRODUCT_ROUNDS, ways)
+            PACKED_CELL.value = _faster_packed(products)  # the split timed with the winner
+        serial_s, split_s = _least_times(SHAPE, np.float32, ROUNDS, [(NEVER, None), (0, None)])
     finally:
         CELL.value, PACKED_CELL.value = saved
+        if single is not None:
+            blas.leave_single_threaded(single)
     return Measurement(serial_s, split_s, products)
 
 

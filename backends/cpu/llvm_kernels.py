@@ -87,17 +87,24 @@ def _machine():
 
     # Numba's threading layer defines symbols numbax's helpers call (``get_num_threads``).
     _launch_threads()
-    target = llvm.Target.from_default_triple()
-    machine = target.create_target_machine(
+    machine = target_machine(target_features())
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+    return llvm, machine, engine
+
+
+def target_machine(features: str):
+    """A target machine for the host processor with ``features`` (the kernels':
+    ``llvm_helpers.target_features``)."""
+    import llvmlite.binding as llvm
+
+    return llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(),
-        features=target_features(),
+        features=features,
         opt=3,
         reloc="static",
         codemodel="jitdefault",
         jit=True,
     )
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-    return llvm, machine, engine
 
 
 def optimised(source: str, name: str):

@@ -88,7 +88,7 @@ class _CachedQuota:
         return self.cpus
 
 
-_quota = _CachedQuota()
+cpu_quota = _CachedQuota()  # the CPUs the cgroup quota allows, read at most every QUOTA_REFRESH_S
 
 
 # Numba's threading layer's controls of the calling thread's count, under the symbols it
@@ -171,7 +171,7 @@ def on_chosen_threads(call, calls_blas: bool):
     load_lean(enter, leave)
 
     def on_chosen_threads_call(*args):
-        saved = enter(_quota())
+        saved = enter(cpu_quota())
         try:
             return call(*args)
         finally:

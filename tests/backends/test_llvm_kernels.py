@@ -69,17 +69,8 @@ def _machine_tuned_as_numba_s():
     numbax's kernels prefer 512-bit vectors where the host has AVX-512
     (``llvm_helpers.target_features``), which orders a reassociable sum's terms otherwise
     than Numba's 256-bit loops; the translation is compared at Numba's width."""
-    import llvmlite.binding as llvm
-
-    _, _, engine = llvm_kernels._machine()
-    machine = llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
-        opt=3,
-        reloc="static",
-        codemodel="jitdefault",
-        jit=True,
-    )
+    llvm, _, engine = llvm_kernels._machine()
+    machine = llvm_kernels.target_machine(llvm.get_host_cpu_features().flatten())
     return llvm, machine, engine
 
 
