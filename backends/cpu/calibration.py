@@ -96,12 +96,10 @@ class Measurement:
     split_s: float
     products: dict = field(default_factory=dict)  # letter -> (packed_s, blas_s)
 
-    def packed(self) -> int:
-        """``PACKED_CELL``'s bits: the types whose packed product beat BLAS's."""
-        return _faster_packed(self.products)
 
-
-def _faster_packed(products: dict) -> int:
+def faster_packed(products: dict) -> int:
+    """``PACKED_CELL``'s bits from ``Measurement.products``: the types whose packed
+    product beat BLAS's."""
     return sum(
         PACKED_BITS[letter] for letter, (packed_s, blas_s) in products.items() if packed_s < blas_s
     )
@@ -154,7 +152,7 @@ def ensure_measured() -> None:
         return
     CELL.value = threshold_of(measured.serial_s, measured.split_s)
     if measured.products:
-        PACKED_CELL.value = measured.packed()
+        PACKED_CELL.value = faster_packed(measured.products)
     if path is not None and measured.split_s < measured.serial_s:
         _write(path, measured)
 
@@ -186,7 +184,7 @@ def measure() -> Measurement | None:
             for letter, dtype in (("s", np.float32), ("d", np.float64)):
                 ways = [(NEVER, PACKED_BITS[letter]), (NEVER, 0)]
                 products[letter] = _least_times(PRODUCT_SHAPE, dtype, PRODUCT_ROUNDS, ways)
-            PACKED_CELL.value = _faster_packed(products)  # the split timed with the winner
+            PACKED_CELL.value = faster_packed(products)  # the split timed with the winner
         serial_s, split_s = _least_times(SHAPE, np.float32, ROUNDS, [(NEVER, None), (0, None)])
     finally:
         CELL.value, PACKED_CELL.value = saved
