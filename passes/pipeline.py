@@ -11,6 +11,9 @@
                       counters, literals) folded to literals
       simplify        exact algebraic identities (x * 1, neg(neg x), reshape chains, ...)
       loop_invariants loop-invariant equations moved in front of their loop
+      scan_products   a scan's products of scanned slices and constants computed
+                      before it, and the products or sums a carry only accumulates
+                      after it, each one product over all the iterations
       cse             repeated computations computed once
       dce             unread results and constants dropped
       loop_dce        unread loop carries, ys, constants and scanned operands dropped
@@ -49,6 +52,7 @@ from . import (
     loop_invariants,
     narrow_floats,
     ranges,
+    scan_products,
     simplify,
 )
 from .manager import Analysis, FixedPoint, Pass, PassLog, run_pipeline
@@ -68,6 +72,7 @@ PIPELINE = (
             Pass("ranges", ranges.run),
             Pass("simplify", simplify.run),
             Pass("loop_invariants", loop_invariants.run, acts_on=loop_invariants.acts_on()),
+            Pass("scan_products", scan_products.run, acts_on=scan_products.acts_on()),
             Pass("cse", cse.run),
             Pass("dce", dce.run),
             Pass("loop_dce", loop_dce.run, acts_on=loop_dce.acts_on()),

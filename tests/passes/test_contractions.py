@@ -199,8 +199,8 @@ def test_batch_sum_that_also_sums_free_dims_keeps_a_smaller_sum():
 
 
 def test_products_in_a_loop_body_are_folded():
-    def body(carry, x):
-        return carry + np.einsum("bhwk,bhwo->bhko", x, x).sum(axis=(0, 1)), None
+    def body(carry, x):  # the product reads the carry: it stays in the loop (scan_products)
+        return carry + np.einsum("bhwk,bhwo->bhko", x, x * carry[0, 0]).sum(axis=(0, 1)), None
 
     xs = normal(2, B, H, W, K)
     program = lambda xs: numbax.lax.scan(body, np.zeros((K, K)), xs)[0]  # noqa: E731
