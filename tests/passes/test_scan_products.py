@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from passes_util import assert_same_values, trace
 
 import numbax
@@ -134,6 +136,15 @@ def test_compiled_rnn_gradients_match_finite_differences(tiered):
         step.wait_compiled()
 
 
+def test_rnn_gradients_on_each_compiled_backend(compiled_backend):
+    step = numbax.jit(numbax.value_and_grad(rnn_loss), backend=compiled_backend)
+    value, grads = compiled_backend.to_host(step(PARAMS, XS))
+    np.testing.assert_allclose(value, numpy_rnn_loss(PARAMS, XS), rtol=1e-12)
+    want = central_differences(numpy_rnn_loss, PARAMS, XS)
+    for got, expected in zip(grads, want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
 def test_a_product_of_two_slices_is_one_batched_product():
     def fn(a, b):
         return scan(lambda c, ab: (c + 1.0, ab[0] @ ab[1]), 0.0, (a, b))[1]
@@ -217,3 +228,49 @@ def test_a_summed_batched_product_is_one_gemm_after_the_loop():
     (product,) = [e for e in folded.jaxpr.eqns if e.prim.name == "dot_general"]
     assert product.params["dimension_numbers"][1] == ((), ())  # iterations and batch contracted
     assert_same_values(trace(fn, xs), folded, [xs], rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    length=st.sampled_from([0, 1, 4]),
+    reverse=st.booleans(),
+    term=st.sampled_from(["slices", "computed", "batched_sum", "constant", "reduction"]),
+    keeps_carry=st.booleans(),
+    hoisted_y=st.booleans(),
+    reads_state=st.booleans(),
+)
+def test_random_scans_keep_their_meaning(
+    length, reverse, term, keeps_carry, hoisted_y, reads_state
+):
+    """Scans that accumulate a product or a sum of slices, of computed values or of a
+    constant, read by the carry or not, with products of slices and constants as ``ys``:
+    the cleaned program (whatever was moved out) computes what the traced one does."""
+    a = rng.standard_normal((length, 2, 3))
+    b = rng.standard_normal((length, 3, 2))
+    w = rng.standard_normal((3, 3))
+
+    def fn(a, b, w):
+        def step(carry, ab):
+            acc, h = carry
+            x, y = ab
+            if term == "slices":
+                summed = x @ y
+            elif term == "computed":
+                summed = np.tanh(x) @ (y * 2.0)
+            elif term == "batched_sum":
+                summed = np.einsum("ik,kj->ikj", x, y).sum(axis=1)
+            elif term == "constant":
+                summed = x @ w @ y
+            else:
+                summed = np.sum(x * y.T, axis=1)[:, None] + np.zeros((2, 2))
+            if reads_state:
+                summed = summed + h @ w[:, :2]
+            new_acc = acc * 0.5 + summed if keeps_carry else acc + summed
+            new_h = np.tanh(h @ w + x)
+            out = x @ w if hoisted_y else h
+            return (new_acc, new_h), out
+
+        init = (np.ones((2, 2)), np.zeros((2, 3)))
+        return scan(step, init, (a, b), reverse=reverse)
+
+    cleaned(fn, a, b, w, rtol=1e-10)
