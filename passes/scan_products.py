@@ -100,17 +100,18 @@ def _hoistable(eqn: Eqn, consts: dict, stacked: dict, length: int) -> bool:
     )
 
 
+def _shifted(dims: tuple, by: int) -> tuple:
+    """A product's dimension numbers ``dims`` of an operand with ``by`` axes put in front."""
+    return tuple(d + by for d in dims)
+
+
 def _stacked_product(out: Rebuilder, eqn: Eqn, lhs, rhs, is_stacked: list[bool]) -> Var:
     """``eqn``'s product for every iteration, iterations first: its operands ``lhs`` and
     ``rhs``, the stacked ones (``is_stacked``) with the iteration axis in front."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
     lhs_shift, rhs_shift = (int(s) for s in is_stacked)
-
-    def moved(dims, shift):
-        return tuple(d + shift for d in dims)
-
-    contract = (moved(lhs_contract, lhs_shift), moved(rhs_contract, rhs_shift))
-    batch = (moved(lhs_batch, lhs_shift), moved(rhs_batch, rhs_shift))
+    contract = (_shifted(lhs_contract, lhs_shift), _shifted(rhs_contract, rhs_shift))
+    batch = (_shifted(lhs_batch, lhs_shift), _shifted(rhs_batch, rhs_shift))
     if all(is_stacked):  # the iteration axis pairs up: the first batch dim
         batch = ((0, *batch[0]), (0, *batch[1]))
     dot = PRIMITIVES["dot_general"]
@@ -216,17 +217,13 @@ def _over_iterations(out: Rebuilder, term: _Sum, stacked: list) -> Var:
     if term.reduction is not None:
         if term.product is not None:  # the iterations' products, then the sum of all
             stacked = [_stacked_product(out, term.product, *stacked, [True, True])]
-        axes = (0, *(a + 1 for a in term.reduction.params["axes"]))
+        axes = (0, *_shifted(term.reduction.params["axes"], 1))
         reduce_sum = PRIMITIVES["reduce_sum"]
         return out.emit1(reduce_sum, stacked, term.reduction.source_info, axes=axes)
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = term.product.params["dimension_numbers"]
-
-    def moved(dims):
-        return tuple(d + 1 for d in dims)
-
     numbers = (
-        ((0, *moved(lhs_contract)), (0, *moved(rhs_contract))),
-        (moved(lhs_batch), moved(rhs_batch)),
+        ((0, *_shifted(lhs_contract, 1)), (0, *_shifted(rhs_contract, 1))),
+        (_shifted(lhs_batch, 1), _shifted(rhs_batch, 1)),
     )
     dot = PRIMITIVES["dot_general"]
     return out.emit1(dot, stacked, term.product.source_info, dimension_numbers=numbers)
