@@ -61,14 +61,20 @@ def lift_products(jaxpr: Jaxpr, counts: Counter) -> Jaxpr:
     return out.finish(jaxpr)
 
 
+def _scanned(scan: Eqn) -> dict:
+    """``scan``'s body's slice of each scanned operand -> that operand (the slices
+    stacked, iterations first)."""
+    first_xs = scan.params["num_consts"] + scan.params["num_carry"]
+    return dict(zip(scan.params["jaxpr"].invars[first_xs:], scan.inputs[first_xs:], strict=True))
+
+
 def _hoist_products(out: Rebuilder, scan: Eqn, counts: Counter) -> Eqn:
     """``scan`` without the products of its scanned slices and constants: each computed
     into ``out`` over the stacked slices, its result a new scanned operand."""
-    num_consts, num_carry = scan.params["num_consts"], scan.params["num_carry"]
+    num_consts = scan.params["num_consts"]
     body, length = scan.params["jaxpr"], scan.params["length"]
-    first_xs = num_consts + num_carry
     consts = dict(zip(body.invars[:num_consts], scan.inputs[:num_consts], strict=True))
-    stacked = dict(zip(body.invars[first_xs:], scan.inputs[first_xs:], strict=True))
+    stacked = _scanned(scan)
     # A product a reduction sums stays: in the loop ``contractions`` folds the two into one
     # GEMM, where hoisted every iteration's product would be stored, then summed.
     summed = {a for eqn in body.eqns if eqn.prim.name == "reduce_sum" for a in eqn.inputs}
@@ -145,7 +151,6 @@ def _stack_summed_terms(scan: Eqn, uses: Counter, counts: Counter):
     each, for ``_sum_after`` (the carry itself is left to ``loop_dce``)."""
     num_consts, num_carry = scan.params["num_consts"], scan.params["num_carry"]
     body, length = scan.params["jaxpr"], scan.params["length"]
-    first_xs = num_consts + num_carry
     producers = {v: e for e in body.eqns for v in e.outputs}
     reads = use_counts(body)
     sunk = [
@@ -157,7 +162,7 @@ def _stack_summed_terms(scan: Eqn, uses: Counter, counts: Counter):
     if not sunk:
         return scan, []
     counts["sums_sunk_from_scans"] += len(sunk)
-    stacked = dict(zip(body.invars[first_xs:], scan.inputs[first_xs:], strict=True))
+    stacked = _scanned(scan)
     operands = (a for _, term in sunk for a in term.operands if a not in stacked)
     emitted = list(dict.fromkeys(operands))
     ys = [Var(ShapedArray((length, *v.aval.shape), v.aval.dtype)) for v in emitted]
