@@ -52,6 +52,13 @@ class Rebuilder:
         for var in eqn.outputs:
             self.producer[var] = eqn
 
+    def take_back(self) -> Eqn:
+        """The last equation added, removed again (to be rewritten before it is added)."""
+        eqn = self.eqns.pop()
+        for var in eqn.outputs:
+            del self.producer[var]
+        return eqn
+
     def emit(self, prim: Primitive, inputs, source_info=None, **params) -> list[Var]:
         avals = prim.abstract_eval(*[a.aval for a in inputs], **params)
         outputs = [Var(a) for a in avals]
