@@ -27,9 +27,11 @@ plan) and the walk over the eqns; the writer of each kind of kernel is in
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,14 +62,16 @@ ADDRESSES = "kernel_addresses"
 @dataclass
 class GeneratedProgram:
     function_name: str
-    source: str
+    # Writes the launcher's module (``launcher``) when first asked: its docstring prints
+    # the program (35 ms of an 8-layer transformer step), and a program of steps is never
+    # compiled, only shown.
+    write_launcher: Callable[[], str]
+    shown: str  # what ``source`` shows after the launcher: the steps, the kernels' modules
     parallel: bool
     kernels: list[Kernel] = field(default_factory=list)
     # The loop kernels as units of compilation (``units``), called by address from the
     # program function, which then takes their addresses as its first argument.
     units: list = field(default_factory=list)
-    # The module to compile: the launcher; ``source`` shows it with its kernels' modules.
-    launcher: str = ""
     parts: int = 0  # njit functions the program function calls (``parts.functions``)
     # The outputs (indices into the jaxpr's outvars) written into arrays the caller passes
     # after the program's arguments, in order (``pooled_outputs``).
@@ -84,6 +88,16 @@ class GeneratedProgram:
     # The program's liveness (``passes.memory.Liveness``), the memory plan's where one
     # was given: what its results may share (``executable``).
     liveness: Liveness | None = None
+
+    @functools.cached_property
+    def launcher(self) -> str:
+        """The module to compile: the launcher."""
+        return self.write_launcher()
+
+    @functools.cached_property
+    def source(self) -> str:
+        """The launcher's module with what it runs: its kernels' modules (``shown``)."""
+        return self.launcher + self.shown
 
 
 def write_program(jaxpr: Jaxpr, name: str, parallel_work: int, plan=None, on_unit=None):
@@ -339,6 +353,8 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             arguments.insert(0, ADDRESSES)
         if stepped is None:
             functions = parts.functions(self, fn, arguments, spans)
+            code = self._module(functions)  # compiled at once
+            write_launcher = functools.partial(str, code)
         else:
             lines, codes, steps_plan = stepped
             self.constants[(None, codes)] = "STEPS"
@@ -346,13 +362,12 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             dtypes = tuple(scalar.storage_dtype(v.aval.dtype) for v in held)
             steps_plan = dataclasses.replace(steps_plan, dtypes=dtypes)
             functions = [parts.Function(fn, arguments, lines, False)]
-        module = self._module(functions)
+            write_launcher = functools.partial(self._module, functions)
         pooled = [jaxpr.outvars.index(v) for v in self.pooled]
         shown = "".join(
             f"\n\n# --- kernel {unit.name} (module {unit.module_name}) ---\n{unit.source}"
             for unit in self.units
         )
-        code = module
         if stepped is not None:  # what the steps do, as the launcher they stand for
             code = f"def {fn}({', '.join(arguments)}):\n" + "".join(
                 f"    {line}\n" if line else "\n" for line in self.lines[: spans[-1].start]
@@ -361,11 +376,11 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             shown = f"\n\n{heading}\n{code}{shown}"
         return GeneratedProgram(
             fn,
-            module + shown,
+            write_launcher,
+            shown,
             self.parallel or any(unit.parallel for unit in self.units),
             self.kernels,
             units=self.units,
-            launcher=module,
             parts=len(functions) - 1,
             pooled=pooled,
             calls_blas=self.calls_blas,
