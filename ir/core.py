@@ -7,7 +7,9 @@ identity; their printed names are assigned by the printer.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +120,23 @@ class Eqn:
         )
         fields.update(changes)
         return Eqn(**fields)
+
+    @functools.cached_property
+    def bodies(self) -> tuple[Jaxpr, ...]:
+        """The jaxprs in ``params`` (a loop's body, a cond's branches, a kernel's body),
+        found once: an equation's params are not changed once it is built, and every
+        pass asks this of every equation, most of which hold none."""
+        return tuple(jaxprs_in(self.params.values()))
+
+
+def jaxprs_in(values) -> Iterator[Jaxpr]:
+    """The jaxprs among ``values`` and in their tuples (an equation's bodies, given its
+    params' values)."""
+    for value in values:
+        if isinstance(value, Jaxpr):
+            yield value
+        elif isinstance(value, tuple):
+            yield from jaxprs_in(value)
 
 
 def first_source_info(eqns) -> str | None:

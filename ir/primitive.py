@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 
-from .core import Jaxpr, ShapedArray
+from .core import ShapedArray
 from .errors import TypecheckError
 
 
@@ -88,19 +88,7 @@ def has_side_effects(eqn) -> bool:
     effects, or an equation of one of its sub-jaxprs (a loop body that prints) does."""
     if eqn.prim.side_effects:
         return True
-    return any(
-        has_side_effects(inner) for sub in jaxprs_in(eqn.params.values()) for inner in sub.eqns
-    )
-
-
-def jaxprs_in(values):
-    """The jaxprs among ``values`` and in their tuples (an equation's bodies, given its
-    params' values)."""
-    for value in values:
-        if isinstance(value, Jaxpr):
-            yield value
-        elif isinstance(value, tuple):
-            yield from jaxprs_in(value)
+    return any(has_side_effects(inner) for sub in eqn.bodies for inner in sub.eqns)
 
 
 def get(name: str) -> Primitive:

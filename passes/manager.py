@@ -24,7 +24,6 @@ from typing import Any
 from ..ir.core import ClosedJaxpr, Jaxpr
 from ..ir.errors import TypecheckError
 from ..ir.graph import jaxpr_to_dot
-from ..ir.primitive import jaxprs_in
 from ..ir.typecheck import typecheck
 from .refusals import Reason, counted
 
@@ -295,5 +294,5 @@ def primitive_names(jaxpr: Jaxpr) -> set[str]:
     while stack:
         eqns = stack.pop().eqns
         names.update(eqn.prim.name for eqn in eqns)
-        stack.extend(sub for eqn in eqns if eqn.params for sub in jaxprs_in(eqn.params.values()))
+        stack.extend(sub for eqn in eqns for sub in eqn.bodies)
     return names

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.core import Atom, ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ..ir.primitive import Primitive, jaxprs_in
+from ..ir.primitive import Primitive
 
 
 class Rebuilder:
@@ -216,6 +216,8 @@ def _structure(jaxpr: Jaxpr) -> tuple:
 def map_subjaxprs(eqn: Eqn, fn: Callable[[Jaxpr], Jaxpr]) -> Eqn:
     """``eqn`` with ``fn`` applied to every sub-jaxpr in its params (tuples included,
     as in ``cond``'s branches); the same object when nothing changes."""
+    if not eqn.bodies:
+        return eqn
     params = None
     for key, value in eqn.params.items():
         new = _mapped(value, fn)
@@ -244,7 +246,7 @@ def _mapped(value, fn: Callable[[Jaxpr], Jaxpr]):
 
 def subjaxprs(eqn: Eqn) -> list[Jaxpr]:
     """The jaxprs ``map_subjaxprs`` maps: ``eqn``'s bodies."""
-    return list(jaxprs_in(eqn.params.values()))
+    return list(eqn.bodies)
 
 
 def use_counts(jaxpr: Jaxpr) -> Counter:
