@@ -448,22 +448,33 @@ class Partition:
                 low < labels[k] < high for k in first_steps
             ):
                 return False
+        forward: set[int] = set()  # what source leads to
+        backward: set[int] = set()  # what leads to target
         walks = (
-            self._walk(source, target, self._next_kernels),
-            self._walk(target, source, self._previous_kernels),
+            self._walk(source, target, self._next_kernels, forward, meets=backward),
+            self._walk(target, source, self._previous_kernels, backward, meets=forward),
         )
         _, seen = _first_done(walks)
         return source in seen or target in seen
 
-    def _walk(self, start: int, end: int, step: Callable[[int], Iterator[int]]):
+    def _walk(
+        self,
+        start: int,
+        end: int,
+        step: Callable[[int], Iterator[int]],
+        seen: set[int],
+        meets: set[int] | frozenset = frozenset(),
+    ):
         """A generator walking the kernels between ``start`` and ``end`` in the topological
         order that ``start`` leads to (``step`` is ``_next_kernels``) or that lead to it
-        (``_previous_kernels``) through others, one edge per step; it returns their set. It
-        stops on reaching ``end``, which is then in the set: a path through another kernel
-        joins the two."""
+        (``_previous_kernels``) through others, one edge per step, into ``seen``, which it
+        returns. It stops on reaching ``end``, or a kernel of ``meets`` (what the walk
+        from the other end has found: a kernel joined to ``end``), adding ``end`` to the
+        set: a path through another kernel joins the two. Meeting halfway matters: a
+        layer's forward kernel and the backward one that reads its value are joined
+        through every layer after it, which a walk reaching the other end would cross."""
         labels = self.order.labels  # no merge moves a kernel while it is walked
         low, high = sorted((labels[start], labels[end]))
-        seen: set[int] = set()
         stack = [start]
         while stack:
             node = stack.pop()
@@ -471,10 +482,10 @@ class Partition:
                 yield
                 if nxt in seen or not low <= labels[nxt] <= high:
                     continue
-                if nxt == end:
-                    if node == start:
-                        continue  # the edge between the two is no path through another
-                    seen.add(nxt)
+                if nxt == end and node == start:
+                    continue  # the edge between the two is no path through another
+                if nxt == end or nxt in meets:
+                    seen.add(end)
                     return seen
                 seen.add(nxt)
                 stack.append(nxt)
@@ -493,8 +504,8 @@ class Partition:
         Kelly's reordering, moving one side only, which the order's labels allow)."""
         early, late = sorted((a, b), key=self._position)
         walks = (
-            self._walk(early, late, self._next_kernels),
-            self._walk(late, early, self._previous_kernels),
+            self._walk(early, late, self._next_kernels, set()),
+            self._walk(late, early, self._previous_kernels, set()),
         )
         first, found = _first_done(walks)
         if (late if first == 0 else early) == a:

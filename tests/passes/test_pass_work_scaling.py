@@ -13,15 +13,20 @@ of its cycle checks and reorderings (``Partition._walk``, one edge per step)."""
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections import Counter
 
 import numpy as np
 import pytest
 
 import numbax
+import numbax.numpy
 from numbax import passes
 from numbax.ir import core
 from numbax.passes import fusion
+
+ROOT = os.path.dirname(os.path.abspath(numbax.__file__))  # the repository: the package
 
 
 def straight_line(steps: int):
@@ -61,8 +66,8 @@ def optimise_counting_work(make, size: int) -> tuple[int, Counter]:
         work["candidates"] += 1
         return original_saved(self, a, b)
 
-    def counting_walk(self, *a):
-        walk = original_walk(self, *a)
+    def counting_walk(self, *a, **k):
+        walk = original_walk(self, *a, **k)
         while True:
             try:
                 next(walk)
@@ -106,3 +111,28 @@ def test_pass_work_grows_linearly_with_the_program(make, small):
 @pytest.mark.parametrize("make, small", SIZES)
 def test_fusion_cycle_checks_grow_linearly(make, small):
     assert grows_linearly(make, small, "walk_steps")
+
+
+def transformer_step(layers: int):
+    """The benchmarks' transformer training step (issue #34's model) at its quick size."""
+    if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package
+        sys.path.insert(0, ROOT)
+    from benchmarks.implementation import bind
+    from benchmarks.kernels import library_loops
+    from benchmarks.model_workloads import transformer
+
+    workload = transformer(layers)("quick", np.random.default_rng(0))
+    loss = bind(workload.program, numbax.numpy, library_loops(numbax.fori_loop, numbax.scan))
+    return numbax.value_and_grad(loss), workload.inputs
+
+
+def test_fusion_cycle_checks_grow_linearly_in_a_training_step():
+    """A layer's forward kernel and the backward kernel reading its value are joined
+    through every layer after it: a cycle check walking from one to the other crossed
+    them all (2 -> 20 layers: 8.2x the equations, 23x the steps); walks from both ends
+    that stop where they meet grow with the program."""
+    eqns_small, work_small = optimise_counting_work(transformer_step, 2)
+    eqns_large, work_large = optimise_counting_work(transformer_step, 20)
+    assert eqns_large >= 8 * eqns_small
+    ratio = work_large["walk_steps"] / work_small["walk_steps"]
+    assert ratio <= 1.3 * eqns_large / eqns_small, ratio
