@@ -426,11 +426,9 @@ class Partition:
     def _reaches(self, source: int, target: int) -> bool:
         """Whether a path leads from ``source`` to ``target`` through another kernel.
 
-        It is searched from both ends at once and answered by the search that ends first.
-        A large kernel early in the program leads to most kernels after it, while a window
-        late in the program has nothing before it: a search from one end only would walk
-        the whole program between the two on such a merge, and fusing would grow with the
-        square of the program's length.
+        It is searched from both ends at once, answered by the search that ends first or
+        where they meet: from one end only, a large kernel early in the program (which
+        leads to most after it) would walk the whole program on a merge with a window.
 
         Most pairs are answered before any walk: a path through another kernel leaves
         ``source`` by a kernel between the two in the topological order and enters
@@ -448,8 +446,7 @@ class Partition:
                 low < labels[k] < high for k in first_steps
             ):
                 return False
-        forward: set[int] = set()  # what source leads to
-        backward: set[int] = set()  # what leads to target
+        forward, backward = set(), set()  # what source leads to, what leads to target
         walks = (
             self._walk(source, target, self._next_kernels, forward, meets=backward),
             self._walk(target, source, self._previous_kernels, backward, meets=forward),
@@ -457,22 +454,14 @@ class Partition:
         _, seen = _first_done(walks)
         return source in seen or target in seen
 
-    def _walk(
-        self,
-        start: int,
-        end: int,
-        step: Callable[[int], Iterator[int]],
-        seen: set[int],
-        meets: set[int] | frozenset = frozenset(),
-    ):
+    def _walk(self, start: int, end: int, step: Callable, seen: set[int], meets=frozenset()):
         """A generator walking the kernels between ``start`` and ``end`` in the topological
         order that ``start`` leads to (``step`` is ``_next_kernels``) or that lead to it
         (``_previous_kernels``) through others, one edge per step, into ``seen``, which it
-        returns. It stops on reaching ``end``, or a kernel of ``meets`` (what the walk
-        from the other end has found: a kernel joined to ``end``), adding ``end`` to the
-        set: a path through another kernel joins the two. Meeting halfway matters: a
-        layer's forward kernel and the backward one that reads its value are joined
-        through every layer after it, which a walk reaching the other end would cross."""
+        returns. It stops on reaching ``end`` or a kernel of ``meets`` (those the walk from
+        the other end found), adding ``end``: a path through another kernel joins the two.
+        A layer's forward kernel and the backward one reading its value are joined through
+        every later layer: walks that had to reach the other end crossed them all."""
         labels = self.order.labels  # no merge moves a kernel while it is walked
         low, high = sorted((labels[start], labels[end]))
         stack = [start]
