@@ -108,6 +108,27 @@ def dot_general_shape(lhs_shape, rhs_shape, dimension_numbers):
     return tuple(batch + lhs_free + rhs_free)
 
 
+def with_leading_axes(dimension_numbers, lhs_ndim: int, leading: tuple[bool, bool]):
+    """A ``dot_general``'s dimension numbers once the operands ``leading`` marks have
+    gained a new leading axis (vmap's batch, a scan's iterations), and where that axis
+    lies in the product: where both have one, a batch dimension paired up in front;
+    else among the free dimensions of the one that has it (a product lists its batch
+    dims, then the left operand's free dims, then the right's). ``lhs_ndim`` is the
+    left operand's rank, its new axis included."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    lhs_shift, rhs_shift = (int(flag) for flag in leading)
+    lhs_contract = tuple(d + lhs_shift for d in lhs_contract)
+    lhs_batch = tuple(d + lhs_shift for d in lhs_batch)
+    rhs_contract = tuple(d + rhs_shift for d in rhs_contract)
+    rhs_batch = tuple(d + rhs_shift for d in rhs_batch)
+    if lhs_shift and rhs_shift:
+        return ((lhs_contract, rhs_contract), ((0, *lhs_batch), (0, *rhs_batch))), 0
+    numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))
+    if lhs_shift:
+        return numbers, len(lhs_batch)
+    return numbers, lhs_ndim - len(lhs_contract)  # after the batch and lhs free dims
+
+
 def _dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers):
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     check(lhs.dtype == rhs.dtype, "dot_general", "operand dtypes differ")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var
 from ..ir.primitive import PRIMITIVES
+from ..ir.reductions import with_leading_axes
 from .rewrite import Rebuilder, map_subjaxprs, use_counts
 
 STACKED_ELEMENTS = 1 << 24  # 64 MiB of float32
@@ -114,17 +115,11 @@ def _shifted(dims: tuple, by: int) -> tuple:
 def _stacked_product(out: Rebuilder, eqn: Eqn, lhs, rhs, is_stacked: list[bool]) -> Var:
     """``eqn``'s product for every iteration, iterations first: its operands ``lhs`` and
     ``rhs``, the stacked ones (``is_stacked``) with the iteration axis in front."""
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
-    lhs_shift, rhs_shift = (int(s) for s in is_stacked)
-    contract = (_shifted(lhs_contract, lhs_shift), _shifted(rhs_contract, rhs_shift))
-    batch = (_shifted(lhs_batch, lhs_shift), _shifted(rhs_batch, rhs_shift))
-    if all(is_stacked):  # the iteration axis pairs up: the first batch dim
-        batch = ((0, *batch[0]), (0, *batch[1]))
+    numbers, axis = with_leading_axes(
+        eqn.params["dimension_numbers"], lhs.aval.ndim, tuple(is_stacked)
+    )
     dot = PRIMITIVES["dot_general"]
-    product = out.emit1(dot, [lhs, rhs], eqn.source_info, dimension_numbers=(contract, batch))
-    # A free iteration axis lies after the batch dims, or after op(a)'s free dims too.
-    lhs_free = lhs.aval.ndim - len(lhs_contract) - len(lhs_batch) - lhs_shift
-    axis = 0 if all(is_stacked) else len(lhs_batch) + (0 if lhs_shift else lhs_free)
+    product = out.emit1(dot, [lhs, rhs], eqn.source_info, dimension_numbers=numbers)
     if axis == 0:
         return product
     order = (axis, *(d for d in range(product.aval.ndim) if d != axis))

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ir.elementwise import BINARY, COMPARISONS, UNARY
 from ..ir.primitive import PRIMITIVES
+from ..ir.reductions import with_leading_axes
 from ..tracer import lax
 from ..tracer.core import bind
 from .batching import (
@@ -194,26 +195,13 @@ def _pad_rule(args, dims, *, padding_config):
 @BATCH_RULES.rule("dot_general")
 def _dot_general_rule(args, dims, *, dimension_numbers):
     (lhs, rhs), (lhs_dim, rhs_dim) = args, dims
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     if lhs_dim is not None:
         lhs = moveaxis(lhs, lhs_dim, 0)
-        lhs_contract, lhs_batch = _plus_one(lhs_contract), _plus_one(lhs_batch)
     if rhs_dim is not None:
         rhs = moveaxis(rhs, rhs_dim, 0)
-        rhs_contract, rhs_batch = _plus_one(rhs_contract), _plus_one(rhs_batch)
-    if lhs_dim is not None and rhs_dim is not None:
-        # Both batched: the vmapped dimension becomes a dot_general batch dimension,
-        # and batch dimensions come first in the output.
-        numbers = ((lhs_contract, rhs_contract), ((0,) + lhs_batch, (0,) + rhs_batch))
-        return [lax.dot_general(lhs, rhs, numbers)], [0]
-    numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))
-    out = lax.dot_general(lhs, rhs, numbers)
-    # One side batched: its batch dim is that side's first free dimension. The output
-    # lists batch dims, then lhs free dims, then rhs free dims.
-    if lhs_dim is not None:
-        return [out], [len(lhs_batch)]
-    lhs_free = len(shape_of(lhs)) - len(lhs_contract) - len(lhs_batch)
-    return [out], [len(lhs_batch) + lhs_free]
+    leading = (lhs_dim is not None, rhs_dim is not None)
+    numbers, out_dim = with_leading_axes(dimension_numbers, len(shape_of(lhs)), leading)
+    return [lax.dot_general(lhs, rhs, numbers)], [out_dim]
 
 
 # --------------------------------------------------------------------- indexing
