@@ -96,6 +96,7 @@ from .cache import (
     lean_cache,
     load_module,
     program_key,
+    write_module,
 )
 from .kind_writers import KIND_WRITERS
 from .loopnest import tuple_source
@@ -420,7 +421,7 @@ def start(units: list[Unit], cache_dir: str | None) -> dict:
     if len(new) < compile_workers.MIN_NEW_KERNELS or compile_workers.worker_count() == 0:
         return {}
     for unit in new:
-        load_module(unit.source, unit.module_name, cache_dir)
+        write_module(unit.source, unit.module_name, cache_dir)
     return compile_workers.submit(new, cache_dir)
 
 
@@ -458,7 +459,7 @@ class EarlyStart:
         if len(self.found) + len(self.futures) < compile_workers.MIN_NEW_KERNELS:
             return
         for new in self.found:
-            load_module(new.source, new.module_name, self.cache_dir)
+            write_module(new.source, new.module_name, self.cache_dir)
         self.futures.update(compile_workers.submit(self.found, self.cache_dir, least=1))
         self.found = []
 

@@ -80,7 +80,7 @@ def test_a_kernel_a_worker_fails_on_is_compiled_here(cache_dir, monkeypatch):
     # The workers read each kernel's module from the disk cache: with none written, every
     # worker's compile fails, and each kernel is compiled here instead.
     with monkeypatch.context() as patched:
-        patched.setattr(units, "load_module", lambda *args: None)
+        patched.setattr(units, "write_module", lambda *args: None)
         started = units.start(program.units, str(cache_dir))
     concurrent.futures.wait(started.values(), timeout=600)
     assert all(
