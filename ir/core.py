@@ -27,7 +27,7 @@ class ShapedArray:
     __slots__ = ("shape", "dtype", "size", "nbytes")
 
     def __init__(self, shape, dtype):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(map(int, shape))
         self.dtype = dtypes.canonicalize(dtype)
         self.size = math.prod(self.shape)
         self.nbytes = self.size * self.dtype.itemsize

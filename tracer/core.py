@@ -271,16 +271,27 @@ def _record(trace: Trace, prim: Primitive, args, params):
     except TypecheckError as err:
         raise TypecheckError(at_line(str(err), source_info)) from None
     values = [None] * len(out_avals)
-    if trace.concrete or _folds_while_tracing(prim, params):
-        in_values = [trace.value_of(a) for a in args]
-        if all(v is not None for v in in_values):
-            outs = prim.impl(*[np.asarray(v) for v in in_values], **params)
-            values = [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals, strict=False)]
+    in_values = _known_values(trace, args)
+    if in_values is not None and (trace.concrete or _folds_while_tracing(prim, params)):
+        outs = prim.impl(*[np.asarray(v) for v in in_values], **params)
+        values = [np.asarray(o, dtype=a.dtype) for o, a in zip(outs, out_avals, strict=False)]
     tracers = [Tracer(trace, aval, value) for aval, value in zip(out_avals, values, strict=False)]
     trace.eqns.append(Eqn(prim, inputs, [t._var for t in tracers], params, source_info))
     if trace.values is not None:
         trace.values.update((t._var, t._value) for t in tracers)
     return tracers
+
+
+def _known_values(trace: Trace, args) -> list | None:
+    """The values of ``args`` where every one is known, else None: asked first, as most
+    operands of an abstract trace are not known and the first one answers."""
+    values = []
+    for arg in args:
+        value = trace.value_of(arg)
+        if value is None:
+            return None
+        values.append(value)
+    return values
 
 
 def _folds_while_tracing(prim: Primitive, params) -> bool:
@@ -491,9 +502,7 @@ def _copied(trace: Trace, eqn: Eqn, operands) -> list | None:
         if atom.aval != var.aval:
             return None
         inputs.append(atom)
-    if _folds_while_tracing(eqn.prim, eqn.params) and all(
-        trace.value_of(operand) is not None for operand in operands
-    ):
+    if _known_values(trace, operands) is not None and _folds_while_tracing(eqn.prim, eqn.params):
         return None
     tracers = [Tracer(trace, var.aval) for var in eqn.outputs]
     params = dict(eqn.params)  # its own, as bind's keywords make one
