@@ -1,6 +1,6 @@
 """Fusion's preparation: cheap producers are recomputed where they are consumed.
 
-Three rewrites, all of cheap equations only (never of an expensive one: exp, log,
+Four rewrites, all of cheap equations only (never of an expensive one: exp, log,
 division, reductions, dot_general):
 
 - ``sink_windows``: a window ``f(a, b)[w]`` of a cheap elementwise ``f`` becomes
@@ -19,6 +19,8 @@ division, reductions, dot_general):
   equations is copied for each of them, so each consumer's kernel can take its own copy
   (reading the small source, not the broadcast array). Copies that end up as kernels
   of their own (their consumer could not take them in) are merged by CSE after fusion.
+- ``copy_views``: a view (a window, pad or concatenate) read by several equations is
+  taken again for each reader after the first, as a cheap producer is copied.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections import defaultdict
 
 from ..ir.core import Atom, Jaxpr, Var
 from ..ir.primitive import PRIMITIVES, Pattern
+from .kernels import is_view
 from .rewrite import Rebuilder, atom_key
 
 COPIED = ("broadcast_in_dim", "iota", "convert_element_type")
@@ -243,4 +246,31 @@ def copy_cheap_producers(jaxpr: Jaxpr) -> Jaxpr:
         copies: dict = {}
         inputs = [copy(a, copies) for a in eqn.inputs]
         out.add(eqn.replace(inputs=inputs) if inputs != eqn.inputs else eqn)
+    return out.finish(jaxpr)
+
+
+def copy_views(jaxpr: Jaxpr) -> Jaxpr:
+    """A view (a window, pad or concatenate, or a unit reshape of one) read by several
+    equations is taken again for each reader after the first, with the views it reads,
+    so each reader's kernel may read it in place: taking a view costs nothing there.
+    Copies that end up as kernels of their own are merged again by CSE after fusion."""
+    producers = {v: e for e in jaxpr.eqns for v in e.outputs}
+    seen: set = set()
+    out = Rebuilder()
+
+    def copy(atom):
+        producer = producers.get(atom) if isinstance(atom, Var) else None
+        if producer is None or not is_view(producer):
+            return atom
+        if atom not in seen:  # the first reader takes the original
+            seen.add(atom)
+            return atom
+        inputs = [copy(a) for a in producer.inputs]
+        return out.emit1(producer.prim, inputs, producer.source_info, **producer.params)
+
+    for eqn in jaxpr.eqns:
+        inputs = [copy(a) for a in dict.fromkeys(eqn.inputs)]
+        renamed = dict(zip(dict.fromkeys(eqn.inputs), inputs, strict=True))
+        new_inputs = [renamed[a] for a in eqn.inputs]
+        out.add(eqn.replace(inputs=new_inputs) if new_inputs != eqn.inputs else eqn)
     return out.finish(jaxpr)

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 from ..ir.primitive import Pattern, has_side_effects
-from .broadcasts import copy_cheap_producers, hoist_broadcasts, sink_windows
+from .broadcasts import copy_cheap_producers, copy_views, hoist_broadcasts, sink_windows
 from .dce import eliminate_dead_code
 from .fusion_order import ListOrder
 from .kernels import (
@@ -63,7 +63,7 @@ from .kernels import (
     read_across_refusal,
 )
 from .refusals import Refusal
-from .rewrite import Rebuilder, map_subjaxprs
+from .rewrite import map_subjaxprs
 
 
 def run(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
@@ -81,33 +81,6 @@ def fuse(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
     partition.merge_greedily()
     eqns = partition.build(counts, lambda body: fuse(body, counts))
     return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
-
-
-def copy_views(jaxpr: Jaxpr) -> Jaxpr:
-    """A view (a window, pad or concatenate, or a unit reshape of one) read by several
-    equations is taken again for each reader after the first, with the views it reads,
-    so each reader's kernel may read it in place: taking a view costs nothing there.
-    Copies that end up as kernels of their own are merged again by CSE after fusion."""
-    producers = {v: e for e in jaxpr.eqns for v in e.outputs}
-    seen: set = set()
-    out = Rebuilder()
-
-    def copy(atom):
-        producer = producers.get(atom) if isinstance(atom, Var) else None
-        if producer is None or not is_view(producer):
-            return atom
-        if atom not in seen:  # the first reader takes the original
-            seen.add(atom)
-            return atom
-        inputs = [copy(a) for a in producer.inputs]
-        return out.emit1(producer.prim, inputs, producer.source_info, **producer.params)
-
-    for eqn in jaxpr.eqns:
-        inputs = [copy(a) for a in dict.fromkeys(eqn.inputs)]
-        renamed = dict(zip(dict.fromkeys(eqn.inputs), inputs, strict=True))
-        new_inputs = [renamed[a] for a in eqn.inputs]
-        out.add(eqn.replace(inputs=new_inputs) if new_inputs != eqn.inputs else eqn)
-    return out.finish(jaxpr)
 
 
 # A var read by many kernels (an input every term of a long sum reads) pairs each of them
@@ -131,6 +104,8 @@ class Group:
     consumers: set  # equations outside the group that read what it produces
     guarded_reads: set  # variables its broadcasts and contractions read (``read_across_refusal``)
     first: int  # its first equation
+    merges: int = 0  # how many merges changed it: a heap entry's saving is current while
+    # neither of its groups has changed (``bytes_saved`` reads only the two)
 
     @property
     def mergeable(self) -> bool:
@@ -193,22 +168,23 @@ class Partition:
 
     def merge_greedily(self) -> None:
         """Merge the pair saving the most bytes first, until no pair saves any. A pair's
-        saving is re-read when it is popped (merges since may have changed it); the
-        pairs a merge may have made more valuable are pushed again by ``_merge``."""
+        saving is re-read when it is popped if either group has merged since (which alone
+        may change it); the pairs a merge may have made more valuable are pushed again by
+        ``_merge``."""
         self.chain_views()
-        heap: list = []
-        for gid in list(self.groups):
-            self._push_candidates(heap, gid, self._related(gid))
+        heap = self._first_candidates()
         while heap:
-            negative_saved, first, a, b = heapq.heappop(heap)
+            popped = heapq.heappop(heap)
+            a, b = popped[2], popped[3]
             if a not in self.groups or b not in self.groups:
                 continue
-            entry = self._candidate(a, b)
-            if entry is None:
-                continue
-            if entry != (negative_saved, first, a, b):
-                heapq.heappush(heap, entry)
-                continue
+            if popped[4:] != (self.groups[a].merges, self.groups[b].merges):
+                entry = self._candidate(a, b)
+                if entry is None:
+                    continue
+                if entry[:4] != popped[:4]:
+                    heapq.heappush(heap, entry)
+                    continue
             spec = self.decide(a, b)
             if isinstance(spec, KernelSpec):
                 self._merge(heap, a, b, spec)
@@ -324,11 +300,34 @@ class Partition:
         return None
 
     def _candidate(self, a: int, b: int) -> tuple | None:
-        """The heap entry of merging ``a`` and ``b``, or None when it saves nothing."""
+        """The heap entry of merging ``a`` and ``b``, or None when it saves nothing: the
+        most bytes saved first, then the earliest, then the groups' merges when counted."""
         saved = self.bytes_saved(a, b)
         if saved <= 0:
             return None
-        return (-saved, min(self.groups[a].first, self.groups[b].first), a, b)
+        ga, gb = self.groups[a], self.groups[b]
+        return (-saved, min(ga.first, gb.first), a, b, ga.merges, gb.merges)
+
+    def _first_candidates(self) -> list:
+        """The heap of every kernel's candidates with the kernels related to it, each
+        pair's saving counted once though most pairs are related both ways."""
+        pairs = {
+            (gid, other)
+            for gid, group in self.groups.items()
+            if group.mergeable
+            for other in self._related(gid)
+            if self.groups[other].mergeable
+        }
+        heap = []
+        for a, b in pairs:
+            if a < b or (b, a) not in pairs:
+                entry = self._candidate(a, b)
+                if entry is not None:
+                    heap.append(entry)
+                    if (b, a) in pairs:
+                        heap.append((entry[0], entry[1], b, a, entry[5], entry[4]))
+        heapq.heapify(heap)
+        return heap
 
     def _push_candidates(self, heap: list, gid: int, related: set[int]) -> None:
         if not self.groups[gid].mergeable:
@@ -395,6 +394,7 @@ class Partition:
         big.guarded_reads |= small.guarded_reads
         big.first = min(big.first, small.first)
         big.spec = spec
+        big.merges += 1
         self._push_candidates(heap, a, related)
 
     # ------------------------------------------------------------------- graph
