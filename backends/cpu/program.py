@@ -259,6 +259,8 @@ class _ProgramWriter(KindWriters, ModuleWriter):
     def emit(self, *lines: str) -> None:
         self.lines += [self.indent + line if line else "" for line in lines]
 
+    comments_show_lines = True  # the user's line that made each eqn
+
     def comment(self, eqn: Eqn) -> str:
         outputs = " ".join(self.name(v) for v in eqn.outputs)
         params = " ".join(f"{k}={_param(v)}" for k, v in eqn.params.items() if _shown(v))
@@ -267,7 +269,8 @@ class _ProgramWriter(KindWriters, ModuleWriter):
             for a in eqn.inputs
         )
         text = f"{outputs} = {eqn.prim.name}{f'[{params}]' if params else ''} {inputs}".rstrip()
-        return escape.comment(text + (f"  ({eqn.source_info})" if eqn.source_info else ""))
+        line = eqn.source_info if self.comments_show_lines else None
+        return escape.comment(text + (f"  ({line})" if line else ""))
 
     def allocate(self, var: Var) -> str:
         """Bind ``var``'s name to an array of its type: a view of its planned buffer. A

@@ -149,6 +149,8 @@ class KernelContext(_ProgramWriter):
     parameter when first named; its one-element outputs are returned; what it
     allocates, the launcher allocates."""
 
+    comments_show_lines = False  # its text must not depend on where its eqns came from
+
     def __init__(self, program: _ProgramWriter, kernel, reuse: dict):
         self.program = program
         self.reuse = dict(reuse)  # output -> the input whose array it is stored into
@@ -237,10 +239,6 @@ class KernelContext(_ProgramWriter):
         size = (var.aval.size,)
         return f"{self.view(self.allocate(var), size)}[:] = {self.view(operand, size)}"
 
-    def comment(self, eqn) -> str:
-        # A kernel's text must not depend on where its eqns came from (its key).
-        return super().comment(eqn.replace(source_info=None))
-
     # --- the unit ---------------------------------------------------------------------
 
     def written(self, kind: str) -> Written | None:
@@ -252,7 +250,7 @@ class KernelContext(_ProgramWriter):
         if kind == "opaque" and not set(self.outputs) <= {*self.allocated, *self.reuse}:
             return None  # a view or a copy Numba makes: inline
         text = self._function("KERNEL")
-        key = program_key(text, comments=False)  # ``comment``: no source positions
+        key = program_key(text, comments=False)  # ``comments_show_lines``: no positions
         name = f"{kind}_{key[:16]}"
         unit = Unit(key, name, text.replace("KERNEL", name), self.parallel)
         return Written(unit, list(self.parameters), list(self.allocated), self.returned)
