@@ -73,8 +73,8 @@ PIPELINE = (
             Pass("simplify", simplify.run),
             Pass("loop_invariants", loop_invariants.run, acts_on=loop_invariants.acts_on()),
             Pass("scan_products", scan_products.run, acts_on=scan_products.acts_on()),
-            Pass("cse", cse.run),
-            Pass("dce", dce.run),
+            Pass("cse", cse.run, idempotent=True),
+            Pass("dce", dce.run, idempotent=True),
             Pass("loop_dce", loop_dce.run, acts_on=loop_dce.acts_on()),
         ),
     ),
@@ -82,7 +82,10 @@ PIPELINE = (
     Pass("fusion", fusion.run, verify=check_fused),
     FixedPoint(
         "fused_cleanup",
-        (Pass("cse", cse.run, verify=check_fused), Pass("dce", dce.run, verify=check_fused)),
+        (
+            Pass("cse", cse.run, verify=check_fused, idempotent=True),
+            Pass("dce", dce.run, verify=check_fused, idempotent=True),
+        ),
     ),
     Analysis("memory_plan", plan_memory),
 )
