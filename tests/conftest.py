@@ -40,9 +40,16 @@ sys.path.insert(0, os.path.dirname(__file__))  # `import corpus` from any test f
 
 import switches  # noqa: E402
 
+import numbax  # noqa: E402
 from numbax import tree_map  # noqa: E402
 from numbax.config import config as numbax_config  # noqa: E402
 from numbax.config import cuda_simulator  # noqa: E402
+
+# `benchmarks/` is not shipped in the package: the tests of the benchmark suite reach it
+# from the repository's root, the package's folder.
+REPOSITORY = os.path.dirname(os.path.abspath(numbax.__file__))
+if REPOSITORY not in sys.path:
+    sys.path.insert(0, REPOSITORY)
 
 SIMULATED = cuda_simulator()
 RUN_SLOW = switches.flag("NUMBAX_TEST_SLOW")

@@ -4,22 +4,14 @@ suite checks them."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import numbax
 import numbax.numpy as xnp
-
-ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
-    sys.path.insert(0, ROOT)
-
-from benchmarks.__main__ import parse_args  # noqa: E402
-from benchmarks.fft import FFT_WORKLOAD_BUILDERS  # noqa: E402
-from benchmarks.implementation import bind  # noqa: E402
+from benchmarks.__main__ import parse_args
+from benchmarks.fft import FFT_WORKLOAD_BUILDERS
+from benchmarks.implementation import bind
 
 
 def test_fft_is_a_group_of_its_own():

@@ -7,28 +7,21 @@ it: against the kernel's source run eagerly by NumPy, with the workload's tolera
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import numbax
 import numbax.numpy as xnp
-
-ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
-    sys.path.insert(0, ROOT)
-
-from benchmarks.__main__ import parse_args  # noqa: E402
-from benchmarks.implementation import bind, first_calls  # noqa: E402
-from benchmarks.kernel_workloads import (  # noqa: E402
+from benchmarks.__main__ import parse_args
+from benchmarks.implementation import bind, first_calls
+from benchmarks.kernel_workloads import (
     FIRST_CALL,
     KERNELS,
     NUMPY_IN_PLACE,
     kernel_workload,
 )
-from benchmarks.kernels import library_loops  # noqa: E402
+from benchmarks.kernels import library_loops
 
 NAMES = list(KERNELS)
 

@@ -4,22 +4,14 @@ right answer (any signs of the singular vectors) from a wrong one."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import numbax
 import numbax.numpy as xnp
-
-ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
-    sys.path.insert(0, ROOT)
-
-from benchmarks.__main__ import parse_args  # noqa: E402
-from benchmarks.implementation import bind  # noqa: E402
-from benchmarks.linalg import LINALG_WORKLOAD_BUILDERS  # noqa: E402
+from benchmarks.__main__ import parse_args
+from benchmarks.implementation import bind
+from benchmarks.linalg import LINALG_WORKLOAD_BUILDERS
 
 
 def _workload(name: str):

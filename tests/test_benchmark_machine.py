@@ -12,12 +12,9 @@ import sys
 import pytest
 
 import numbax
+from benchmarks import machine
 
 ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
-    sys.path.insert(0, ROOT)
-
-from benchmarks import machine  # noqa: E402
 
 
 def test_the_software_line_names_the_blas_kernels_and_who_chose_them():

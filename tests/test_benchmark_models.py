@@ -10,30 +10,23 @@ test; the compiled path of every workload is what `python -m benchmarks --group 
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import numbax
-
-ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
-    sys.path.insert(0, ROOT)
-
-from benchmarks import report  # noqa: E402
-from benchmarks.__main__ import parse_args  # noqa: E402
-from benchmarks.implementation import bind, tree_map  # noqa: E402
-from benchmarks.kernels import EAGER_NUMPY, library_loops  # noqa: E402
-from benchmarks.model_workloads import (  # noqa: E402
+from benchmarks import report
+from benchmarks.__main__ import parse_args
+from benchmarks.implementation import bind, tree_map
+from benchmarks.kernels import EAGER_NUMPY, library_loops
+from benchmarks.model_workloads import (
     MODEL_WORKLOAD_BUILDERS,
     model_workload,
     to_float64,
 )
-from benchmarks.runner import OK, Row, WorkloadResult  # noqa: E402
-from benchmarks.timing import Timing  # noqa: E402
-from benchmarks.workloads import leaves  # noqa: E402
+from benchmarks.runner import OK, Row, WorkloadResult
+from benchmarks.timing import Timing
+from benchmarks.workloads import leaves
 
 NAMES = list(MODEL_WORKLOAD_BUILDERS)
 # The same program as transformer_1 and _2 with more layers: JAX unrolls and compiles every

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
-import numbax
-
-ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import group_summary  # noqa: E402
-from benchmarks.runner import FAILED, OK, Row, WorkloadResult  # noqa: E402
-from benchmarks.timing import Timing  # noqa: E402
-from benchmarks.workloads import Workload  # noqa: E402
+from benchmarks.report import group_summary
+from benchmarks.runner import FAILED, OK, Row, WorkloadResult
+from benchmarks.timing import Timing
+from benchmarks.workloads import Workload
 
 
 def _result(name: str, style: str, **medians) -> WorkloadResult:

@@ -3,16 +3,7 @@ samples it is owed. The calls here only record who ran when: nothing is timed.""
 
 from __future__ import annotations
 
-import os
-import sys
-
-import numbax
-
-ROOT = os.path.dirname(os.path.abspath(numbax.__file__))
-if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package: reach it from the root
-    sys.path.insert(0, ROOT)
-
-from benchmarks.timing import Contender, Timing, TimingSettings, measure_in_turns  # noqa: E402
+from benchmarks.timing import Contender, Timing, TimingSettings, measure_in_turns
 
 
 def _settings(samples: int) -> TimingSettings:

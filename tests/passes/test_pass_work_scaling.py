@@ -13,8 +13,6 @@ of its cycle checks and reorderings (``Partition._walk``, one edge per step)."""
 from __future__ import annotations
 
 import functools
-import os
-import sys
 from collections import Counter
 
 import numpy as np
@@ -25,8 +23,6 @@ import numbax.numpy
 from numbax import passes
 from numbax.ir import core
 from numbax.passes import fusion
-
-ROOT = os.path.dirname(os.path.abspath(numbax.__file__))  # the repository: the package
 
 
 def straight_line(steps: int):
@@ -115,8 +111,6 @@ def test_fusion_cycle_checks_grow_linearly(make, small):
 
 def transformer_step(layers: int):
     """The benchmarks' transformer training step (issue #34's model) at its quick size."""
-    if ROOT not in sys.path:  # `benchmarks/` is not shipped in the package
-        sys.path.insert(0, ROOT)
     from benchmarks.implementation import bind
     from benchmarks.kernels import library_loops
     from benchmarks.model_workloads import transformer
