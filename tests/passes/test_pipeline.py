@@ -75,6 +75,57 @@ def test_fixed_point_stops_after_max_rounds():
     assert [r.round for r in log] == [1, 2, 3]
 
 
+def test_an_idempotent_pass_runs_again_only_after_another_pass_changed_the_program():
+    """``Pass.idempotent``: one run is the pass's own fixed point, so in a fixed-point
+    group it runs again only once another pass has changed the program; each round still
+    logs every pass."""
+    runs = []
+
+    def counted(closed):
+        runs.append(len(closed.jaxpr.eqns))
+        return closed, {}
+
+    def changes_once():
+        done = []
+
+        def run(closed):
+            changes = {} if done else {"changed": 1}
+            done.append(True)
+            return closed, changes
+
+        return Pass("changes_once", run)
+
+    settles = Pass("settles", counted, idempotent=True)
+    # Nothing changes after its first run: the second round logs it, does not run it.
+    _, log = run_pipeline(
+        (FixedPoint("after", (changes_once(), settles)),),
+        trace(program, x3),
+        dump_dir=None,
+        debug_checks=True,
+    )
+    assert len(runs) == 1
+    assert [(r.name, r.round, r.changed) for r in log] == [
+        ("changes_once", 1, True),
+        ("settles", 1, False),
+        ("changes_once", 2, False),
+        ("settles", 2, False),
+    ]
+    # A pass after it changed the program: it runs again in the second round.
+    runs.clear()
+    run_pipeline(
+        (FixedPoint("before", (settles, changes_once())),),
+        trace(program, x3),
+        dump_dir=None,
+        debug_checks=True,
+    )
+    assert len(runs) == 2
+    fused_cleanup = passes.PIPELINE[5]
+    assert [(p.name, p.idempotent) for p in fused_cleanup.passes] == [
+        ("cse", True),
+        ("dce", True),
+    ]
+
+
 def test_a_pass_runs_only_on_programs_holding_what_it_acts_on():
     """``Pass.acts_on``: the loop passes skip a program without loops (the primitives are
     looked up again only after a pass that changed something); a loop inside a branch's
