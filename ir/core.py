@@ -119,7 +119,10 @@ class Eqn:
             source_info=self.source_info,
         )
         fields.update(changes)
-        return Eqn(**fields)
+        eqn = Eqn(**fields)
+        if "params" not in changes and "bodies" in self.__dict__:
+            eqn.__dict__["bodies"] = self.bodies  # found in the same params
+        return eqn
 
     @functools.cached_property
     def bodies(self) -> tuple[Jaxpr, ...]:

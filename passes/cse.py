@@ -41,10 +41,8 @@ def eliminate_common_subexpressions(jaxpr: Jaxpr, counts: Counter | None = None)
         if has_side_effects(eqn):
             out.add(eqn)
             continue
-        key = (eqn.prim.name, tuple(atom_key(a) for a in eqn.inputs), params_key(eqn.params))
-        earlier = seen.get(key)
+        earlier = _earlier(seen, eqn)
         if earlier is None:
-            seen[key] = eqn.outputs
             out.add(eqn)
             continue
         counts["merged"] += 1
@@ -52,3 +50,23 @@ def eliminate_common_subexpressions(jaxpr: Jaxpr, counts: Counter | None = None)
         for var, same in zip(eqn.outputs, earlier, strict=True):
             out.alias(var, same)
     return out.finish(jaxpr) if changed else jaxpr
+
+
+def _earlier(seen: dict, eqn) -> list | None:
+    """The outputs of the first equation in ``seen`` computing what ``eqn`` does, or None
+    (``eqn`` is then added to ``seen``). Equations are looked up by primitive and inputs;
+    the params' key (a walk of every param) is made only for those that share both,
+    where it decides: most share them with no other."""
+    key = (eqn.prim.name, tuple(atom_key(a) for a in eqn.inputs))
+    same_inputs = seen.get(key)
+    if same_inputs is None:
+        seen[key] = [[eqn, None]]
+        return None
+    wanted = params_key(eqn.params)
+    for entry in same_inputs:
+        if entry[1] is None:
+            entry[1] = params_key(entry[0].params)
+        if entry[1] == wanted:
+            return entry[0].outputs
+    same_inputs.append([eqn, wanted])
+    return None

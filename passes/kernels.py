@@ -142,6 +142,9 @@ def views_read_memory(eqns, produced, viewed, shapes) -> Refusal | None:
     starts and padding value may be), a unit reshape reads a view's value, and each view
     has one of the kernel's shapes ``shapes`` unless only broadcasts and other views of
     the kernel read it. None when the views keep it, else the rule they break."""
+    views = [eqn for eqn in eqns if is_view(eqn)]
+    if not views:
+        return None
     readers: dict = {}
     indexed = set()
     for eqn in eqns:
@@ -149,9 +152,7 @@ def views_read_memory(eqns, produced, viewed, shapes) -> Refusal | None:
             readers.setdefault(atom, []).append(eqn)
         if eqn.prim.name in INDEXED:
             indexed.update(eqn.outputs)
-    for eqn in eqns:
-        if not is_view(eqn):
-            continue
+    for eqn in views:
         operand = eqn.inputs[0]
         if eqn.prim.name in INDEXED:
             if any(a in produced and a not in indexed for a in indexed_arrays(eqn)):
