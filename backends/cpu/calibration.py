@@ -43,6 +43,12 @@ kept in ``PACKED_CELL`` (symbol ``numbax_packed_products``), which ``gemm`` read
 call, and in the record beside the threshold. The split is then timed with the faster
 product, and every product with BLAS on one thread, as in a compiled call (OpenBLAS's own
 pool made "one thread" two).
+
+Whether a product of few rows above BLAS's small-matrix bound runs as BLAS calls of
+column chunks within it (``gemm.SMALL_ROWS``) is measured so too, per float type, in the
+same cell (``SMALL_BITS``) and record: ``SMALL_SHAPE`` in chunks and in one call. On the
+Xeon, float32 25 against 46 us, float64 55 against 62 us; where BLAS has no such kernels
+the chunks are as many calls of its usual path, and the bit is cleared.
 """
 
 from __future__ import annotations
@@ -78,9 +84,16 @@ PACKED_BITS = {"s": 1, "d": 2}  # float32, float64 (BLAS's letters)
 PACKED_DEFAULT = PACKED_BITS["s"] | PACKED_BITS["d"]
 PRODUCT_SHAPE = (256, 256, 512)  # 67 Mflop: ~0.5 ms float32, ~1.1 ms float64, one thread
 PRODUCT_ROUNDS = 5
+# In the same cell, a bit per float type set where a product of few rows runs as BLAS calls
+# of column chunks its small-matrix kernels take (``gemm.SMALL_ROWS``), measured on
+# ``SMALL_SHAPE`` on one thread each way (an LSTM cell's product, ~40 us), the least of
+# ``ROUNDS``.
+SMALL_BITS = {"s": 4, "d": 8}
+SMALL_DEFAULT = SMALL_BITS["s"] | SMALL_BITS["d"]
+SMALL_SHAPE = (16, 512, 128)
 
 CELL = ctypes.c_int64(DEFAULT)
-PACKED_CELL = ctypes.c_int64(PACKED_DEFAULT)
+PACKED_CELL = ctypes.c_int64(PACKED_DEFAULT | SMALL_DEFAULT)
 _settled = False  # the cells hold the record read or the measurement made by this process
 llvm.add_symbol(SYMBOL, ctypes.addressof(CELL))
 llvm.add_symbol(PACKED_SYMBOL, ctypes.addressof(PACKED_CELL))
@@ -90,19 +103,21 @@ llvm.add_symbol(PACKED_SYMBOL, ctypes.addressof(PACKED_CELL))
 class Measurement:
     """One machine's measurement (seconds, least of the rounds): ``SHAPE`` float32 on one
     thread and split on two; ``PRODUCT_SHAPE`` on one thread by numbax's packed product
-    and by BLAS, per BLAS letter (empty where the packed product does not run here)."""
+    and by BLAS, per BLAS letter (empty where the packed product does not run here);
+    ``SMALL_SHAPE`` by BLAS in column chunks and in one call, per letter."""
 
     serial_s: float
     split_s: float
     products: dict = field(default_factory=dict)  # letter -> (packed_s, blas_s)
+    small: dict = field(default_factory=dict)  # letter -> (chunked_s, one_call_s)
 
-
-def faster_packed(products: dict) -> int:
-    """``PACKED_CELL``'s bits from ``Measurement.products``: the types whose packed
-    product beat BLAS's."""
-    return sum(
-        PACKED_BITS[letter] for letter, (packed_s, blas_s) in products.items() if packed_s < blas_s
-    )
+    def product_bits(self) -> int:
+        """``PACKED_CELL``'s bits: the types whose packed product beat BLAS's, and those
+        whose small products ran faster in column chunks."""
+        faster = lambda times, bits: sum(  # noqa: E731
+            bits[letter] for letter, (tried, usual) in times.items() if tried < usual
+        )
+        return faster(self.products, PACKED_BITS) | faster(self.small, SMALL_BITS)
 
 
 def cell_value(builder, symbol: str):
@@ -151,8 +166,7 @@ def ensure_measured() -> None:
     if measured is None:
         return
     CELL.value = threshold_of(measured.serial_s, measured.split_s)
-    if measured.products:
-        PACKED_CELL.value = faster_packed(measured.products)
+    PACKED_CELL.value = measured.product_bits()
     if path is not None and measured.split_s < measured.serial_s:
         _write(path, measured)
 
@@ -184,13 +198,18 @@ def measure() -> Measurement | None:
             for letter, dtype in (("s", np.float32), ("d", np.float64)):
                 ways = [(NEVER, PACKED_BITS[letter]), (NEVER, 0)]
                 products[letter] = _least_times(PRODUCT_SHAPE, dtype, PRODUCT_ROUNDS, ways)
-            PACKED_CELL.value = faster_packed(products)  # the split timed with the winner
+        small = {}
+        for letter, dtype in (("s", np.float32), ("d", np.float64)):
+            ways = [(NEVER, SMALL_BITS[letter]), (NEVER, 0)]  # BLAS's, chunked or not
+            small[letter] = _least_times(SMALL_SHAPE, dtype, ROUNDS, ways)
+        # The split timed with the faster products.
+        PACKED_CELL.value = Measurement(0.0, 0.0, products, small).product_bits()
         serial_s, split_s = _least_times(SHAPE, np.float32, ROUNDS, [(NEVER, None), (0, None)])
     finally:
         CELL.value, PACKED_CELL.value = saved
         if single is not None:
             blas.leave_single_threaded(single)
-    return Measurement(serial_s, split_s, products)
+    return Measurement(serial_s, split_s, products, small)
 
 
 def _least_times(shape, dtype, rounds: int, ways: list) -> tuple:
@@ -235,19 +254,22 @@ def _path(cache_dir: str | None) -> Path | None:
 
 
 def _read(path: Path | None) -> tuple[int, int] | None:
-    """The record's threshold and packed bits; None where it is missing or damaged."""
+    """The record's threshold and ``PACKED_CELL``'s bits; None where it is missing or
+    damaged (or an earlier numbax's, without the bits of small products)."""
     if path is None:
         return None
     try:
         record = json.loads(path.read_text())
         threshold, packed = record["parallel_flops"], record["packed_products"]
+        small = record["small_products"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not (isinstance(threshold, int) and LEAST <= threshold <= MOST):
         return None
-    if not (isinstance(packed, int) and 0 <= packed <= PACKED_DEFAULT):
-        return None
-    return threshold, packed
+    for bits, most in ((packed, PACKED_DEFAULT), (small, SMALL_DEFAULT)):
+        if not (isinstance(bits, int) and bits >= 0 and bits & ~most == 0):
+            return None
+    return threshold, packed | small
 
 
 def _write(path: Path, measured: Measurement) -> None:
@@ -257,7 +279,8 @@ def _write(path: Path, measured: Measurement) -> None:
     record = {
         "identity": _identity(),
         "parallel_flops": CELL.value,
-        "packed_products": PACKED_CELL.value,
+        "packed_products": PACKED_CELL.value & PACKED_DEFAULT,
+        "small_products": PACKED_CELL.value & SMALL_DEFAULT,
         "serial_us": microseconds(measured.serial_s),
         "split_us": microseconds(measured.split_s),
         "shape": SHAPE,
@@ -265,6 +288,10 @@ def _write(path: Path, measured: Measurement) -> None:
             letter: [microseconds(t) for t in times] for letter, times in measured.products.items()
         },
         "product_shape": PRODUCT_SHAPE,
+        "small_us": {
+            letter: [microseconds(t) for t in times] for letter, times in measured.small.items()
+        },
+        "small_shape": SMALL_SHAPE,
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,21 @@ for _name in ("sgemm", "dgemm", "sgemv", "dgemv"):
     )
 
 
+# BLAS's small-matrix kernels (OpenBLAS's on AVX-512: ``*gemm_small_kernel_permit_skylakex.c``)
+# multiply without packing a product of at most ``SMALL_MULTIPLIES`` multiplies (with op(b)
+# read transposed, at most ``SMALL_CELLS`` cells of c and a depth of ``SMALL_DEPTH_T``);
+# one more multiply and OpenBLAS packs all of op(b) for the product's few rows: an LSTM
+# cell's 16 x 128 @ 128 x 512 (float32, one thread) took 36-53 us in one call and 21-24 us
+# in two calls of 256 columns; its gradient's 16 x 512 @ (128 x 512)^T, 44 against 25 us
+# in two calls of 64. A product of at most ``SMALL_ROWS`` rows above the bound runs as calls of
+# column chunks within it, as even as ``SMALL_ALIGN`` columns allow and at least
+# ``SMALL_LEAST`` wide, where that beat one call on this machine (``calibration.SMALL_BITS``).
+SMALL_ROWS = 16
+SMALL_MULTIPLIES = 100**3
+SMALL_CELLS, SMALL_DEPTH_T = 1200, 32
+SMALL_ALIGN, SMALL_LEAST = 16, 32
+
+
 @intrinsic
 def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
     """``c = op(a) @ op(b)`` for row-major matrices inside arrays: ``op(a)`` is ``rows`` x
@@ -124,26 +139,81 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
                 ],
             )
 
-        def blas():
+        def blas_call(columns, b_start, c_start):
             # Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
             call(
                 symbol,
                 [
                     by_reference(flag(b_t)),
                     by_reference(flag(a_t)),
-                    by_reference(n),
+                    by_reference(columns),
                     by_reference(m),
                     by_reference(k),
                     one,
-                    b_data,
+                    b_start,
                     by_reference(ldb),
                     a_data,
                     by_reference(lda),
                     zero,
-                    c_data,
+                    c_start,
                     by_reference(ldc),
                 ],
             )
+
+        def least(x, y):
+            return builder.select(builder.icmp_signed("<", x, y), x, y)
+
+        def ceil_div(x, y):
+            return builder.sdiv(builder.add(x, builder.sub(y, ir.Constant(y.type, 1))), y)
+
+        def small_width():
+            """The columns per call where the product runs as calls of BLAS's small-matrix
+            kernels (``SMALL_ROWS``), else 0: as even as ``SMALL_ALIGN`` allows."""
+            i64 = ir.IntType(64)
+            rows, columns, depth = (builder.sext(v, i64) for v in (m, n, k))
+            constant = lambda value: ir.Constant(i64, value)  # noqa: E731
+            at_least = lambda x, value: builder.icmp_signed(">=", x, constant(value))  # noqa: E731
+            transposed = builder.icmp_signed("!=", b_t, ir.Constant(b_t.type, 0))
+            few = builder.and_(
+                builder.icmp_signed("<=", rows, constant(SMALL_ROWS)), at_least(rows, 1)
+            )
+            # Every division runs, wanted or not: none by zero (a product of no rows,
+            # columns or depth).
+            one_row = builder.select(few, rows, constant(1))
+            one_deep = builder.select(at_least(depth, 1), depth, constant(1))
+            widest = builder.sdiv(constant(SMALL_MULTIPLIES), builder.mul(one_row, one_deep))
+            cells = builder.sdiv(constant(SMALL_CELLS), one_row)
+            widest = builder.select(transposed, least(widest, cells), widest)
+            widest = builder.and_(widest, constant(-SMALL_ALIGN))
+            multiplies = builder.mul(builder.mul(rows, columns), depth)
+            over = builder.icmp_signed(">", multiplies, constant(SMALL_MULTIPLIES))
+            deep_enough = builder.or_(builder.not_(transposed), at_least(depth, SMALL_DEPTH_T))
+            bits = calibration.cell_value(builder, calibration.PACKED_SYMBOL)
+            measured = builder.and_(bits, constant(calibration.SMALL_BITS[letter]))
+            wanted = builder.and_(builder.and_(few, over), at_least(widest, SMALL_LEAST))
+            wanted = builder.and_(wanted, deep_enough)
+            wanted = builder.and_(wanted, builder.icmp_signed("!=", measured, constant(0)))
+            chunks = ceil_div(columns, builder.select(wanted, widest, constant(1)))
+            chunks = builder.select(at_least(chunks, 1), chunks, constant(1))
+            even = builder.add(ceil_div(columns, chunks), constant(SMALL_ALIGN - 1))
+            even = builder.and_(even, constant(-SMALL_ALIGN))
+            return builder.trunc(builder.select(wanted, even, constant(0)), i32)
+
+        def blas():
+            """One BLAS call, or calls of column chunks small enough for BLAS's small-matrix
+            kernels (``SMALL_ROWS``)."""
+            width = small_width()
+            in_chunks = builder.icmp_signed(">", width, ir.Constant(i32, 0))
+            with builder.if_else(in_chunks) as (chunked, whole):
+                with whole:
+                    blas_call(n, b_data, c_data)
+                with chunked:
+                    b_step = pick(b_t, ldb, ir.Constant(i32, 1))
+                    with cgutils.for_range(builder, ceil_div(n, width)) as loop:
+                        start = builder.mul(loop.index, width)
+                        columns = least(width, builder.sub(n, start))
+                        b_start = builder.gep(b_data, [builder.mul(start, b_step)])
+                        blas_call(columns, b_start, builder.gep(c_data, [start]))
 
         def packed_or_blas():
             """numbax's packed product (``packed_gemm``) where it is worth its packing,

@@ -1,8 +1,8 @@
-"""The threshold from which a product unit runs on all threads, and whose product (numbax's
-packed one or BLAS's) runs it, measured per machine and read by the compiled code at run
-time (backends/cpu/calibration.py): the arithmetic, the record in the disk cache and when
-it is written, the case where nothing can be measured, and the same source and values
-whatever the cells hold."""
+"""The threshold from which a product unit runs on all threads, whose product (numbax's
+packed one or BLAS's) runs it and whether a small one runs in column chunks, measured per
+machine and read by the compiled code at run time (backends/cpu/calibration.py): the
+arithmetic, the record in the disk cache and when it is written, the case where nothing
+can be measured, and the same source and values whatever the cells hold."""
 
 import json
 
@@ -51,20 +51,25 @@ def test_measured_once_recorded_then_read(fresh_threshold, monkeypatch):
 
     def measure():
         measured.append(1)
-        # float32's packed product beat BLAS's, float64's did not.
-        return calibration.Measurement(134e-6, 125e-6, {"s": (3e-4, 4e-4), "d": (9e-4, 6e-4)})
+        # float32's packed product beat BLAS's, float64's did not; float64's small
+        # products ran faster in column chunks, float32's did not.
+        packed = {"s": (3e-4, 4e-4), "d": (9e-4, 6e-4)}
+        small = {"s": (5e-5, 4e-5), "d": (4e-5, 6e-5)}
+        return calibration.Measurement(134e-6, 125e-6, packed, small)
 
     monkeypatch.setattr(calibration, "measure", measure)
     calibration.ensure_measured()
     calibration.ensure_measured()  # once per process
-    float32_only = calibration.PACKED_BITS["s"]
+    float32_only, float64_only = calibration.PACKED_BITS["s"], calibration.SMALL_BITS["d"]
     assert calibration.CELL.value == 1 << 24 and measured == [1]
-    assert calibration.PACKED_CELL.value == float32_only
+    assert calibration.PACKED_CELL.value == float32_only | float64_only
     (record,) = fresh_threshold.glob("machine-*.json")
     saved = json.loads(record.read_text())
     assert saved["parallel_flops"] == 1 << 24 and saved["packed_products"] == float32_only
+    assert saved["small_products"] == float64_only
     assert saved["serial_us"] == 134.0 and saved["split_us"] == 125.0
     assert saved["products_us"] == {"s": [300.0, 400.0], "d": [900.0, 600.0]}
+    assert saved["small_us"] == {"s": [50.0, 40.0], "d": [40.0, 60.0]}
     # A later process reads the record as ``gemm`` loads, and measures nothing.
     monkeypatch.setattr(calibration, "_settled", False)
     calibration.CELL.value = calibration.DEFAULT
@@ -72,20 +77,26 @@ def test_measured_once_recorded_then_read(fresh_threshold, monkeypatch):
     calibration.load()
     calibration.ensure_measured()
     assert calibration.CELL.value == 1 << 24 and measured == [1]
-    assert calibration.PACKED_CELL.value == float32_only
-    # A record without the packed bits (an earlier numbax's) is measured again.
-    del saved["packed_products"]
-    record.write_text(json.dumps(saved))
-    monkeypatch.setattr(calibration, "_settled", False)
-    calibration.load()
-    calibration.ensure_measured()
-    assert measured == [1, 1]
+    assert calibration.PACKED_CELL.value == float32_only | float64_only
+    # A record without the packed bits or the small products' (an earlier numbax's), or
+    # with bits of neither, is measured again.
+    for key, value in (("packed_products", None), ("small_products", None), ("small_products", 3)):
+        written = dict(saved)
+        if value is None:
+            del written[key]
+        else:
+            written[key] = value
+        record.write_text(json.dumps(written))
+        monkeypatch.setattr(calibration, "_settled", False)
+        calibration.load()
+        calibration.ensure_measured()
+    assert measured == [1, 1, 1, 1]
     # A damaged record is measured again.
     record.write_text("{not json")
     monkeypatch.setattr(calibration, "_settled", False)
     calibration.load()
     calibration.ensure_measured()
-    assert measured == [1, 1, 1]
+    assert measured == [1, 1, 1, 1, 1]
 
 
 def test_a_split_slower_than_one_thread_serves_this_process_only(fresh_threshold, monkeypatch):
@@ -115,6 +126,8 @@ def test_a_real_measurement(fresh_threshold):
         assert all(0 < t < 1 for times in measured.products.values() for t in times)
     else:
         assert measured.products == {}
+    assert set(measured.small) == {"s", "d"}
+    assert all(0 < t < 1 for times in measured.small.values() for t in times)
     # Measuring leaves the cells as they were.
     assert calibration.CELL.value == calibration.DEFAULT
     assert calibration.PACKED_CELL.value == calibration.PACKED_DEFAULT
