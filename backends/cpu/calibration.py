@@ -111,13 +111,14 @@ class Measurement:
     products: dict = field(default_factory=dict)  # letter -> (packed_s, blas_s)
     small: dict = field(default_factory=dict)  # letter -> (chunked_s, one_call_s)
 
-    def product_bits(self) -> int:
-        """``PACKED_CELL``'s bits: the types whose packed product beat BLAS's, and those
-        whose small products ran faster in column chunks."""
-        faster = lambda times, bits: sum(  # noqa: E731
-            bits[letter] for letter, (tried, usual) in times.items() if tried < usual
-        )
-        return faster(self.products, PACKED_BITS) | faster(self.small, SMALL_BITS)
+
+def product_bits(products: dict, small: dict) -> int:
+    """``PACKED_CELL``'s bits from ``Measurement.products`` and ``.small``: the types whose
+    packed product beat BLAS's, and those whose small products ran faster in chunks."""
+    faster = lambda times, bits: sum(  # noqa: E731
+        bits[letter] for letter, (tried, usual) in times.items() if tried < usual
+    )
+    return faster(products, PACKED_BITS) | faster(small, SMALL_BITS)
 
 
 def cell_value(builder, symbol: str):
@@ -166,7 +167,7 @@ def ensure_measured() -> None:
     if measured is None:
         return
     CELL.value = threshold_of(measured.serial_s, measured.split_s)
-    PACKED_CELL.value = measured.product_bits()
+    PACKED_CELL.value = product_bits(measured.products, measured.small)
     if path is not None and measured.split_s < measured.serial_s:
         _write(path, measured)
 
@@ -202,8 +203,7 @@ def measure() -> Measurement | None:
         for letter, dtype in (("s", np.float32), ("d", np.float64)):
             ways = [(NEVER, SMALL_BITS[letter]), (NEVER, 0)]  # BLAS's, chunked or not
             small[letter] = _least_times(SMALL_SHAPE, dtype, ROUNDS, ways)
-        # The split timed with the faster products.
-        PACKED_CELL.value = Measurement(0.0, 0.0, products, small).product_bits()
+        PACKED_CELL.value = product_bits(products, small)  # the split timed with the faster
         serial_s, split_s = _least_times(SHAPE, np.float32, ROUNDS, [(NEVER, None), (0, None)])
     finally:
         CELL.value, PACKED_CELL.value = saved
