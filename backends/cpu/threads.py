@@ -186,7 +186,11 @@ def launch_numba_threads() -> None:
 
     With OpenMP's default policy a worker spins after each parallel loop, and on a
     machine with as many threads as cores it delays the thread that runs the code
-    between loops. The variable is read once, when the OpenMP runtime loads, which
+    between loops. Waking a sleeping worker has its price (an Intel Xeon VM, 2 vCPUs:
+    14-41 us a loop against 2-3 us spinning, 4-12% of a training step), but beside two
+    busy processes a spinning join took up to 840 us a loop, and the ML training steps'
+    slowdown under that load went from 1.14x to 1.34x JAX's with ``GOMP_SPINCOUNT=3000``
+    (``benchmarks/RESULTS.md``). The variable is read once, when the OpenMP runtime loads, which
     Numba's ``omp`` layer does here: it is set only while the layer starts and removed
     after, so the environment, and any process started later, is as the user left it.
     It reaches no other library's threads: NumPy's and SciPy's OpenBLAS use no OpenMP,
