@@ -12,6 +12,7 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from numba.extending import get_cython_function_address
+from test_differential_fuzz import _write_into_results
 
 import numbax
 from numbax.backends.cpu import calibration
@@ -134,3 +135,41 @@ def test_empty_products_divide_by_nothing(cell, rows, columns, depth):
     b = np.ones((depth, columns), np.float32)
     result = numbax.jit(lambda a, b: a @ b, tiered=False)(a, b)
     np.testing.assert_array_equal(result, a @ b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunked_products_on_the_users_path(cell, dtype):
+    """An LSTM cell's product and its gradient (16 x 128 @ 128 x 512, and 16 x 512 @
+    (128 x 512)^T, both chunked) under ``jit(value_and_grad)``, tiered and not, against
+    the closed-form gradient in float64; every result written into after each call, the
+    arguments unchanged (as the differential fuzzer calls its programs)."""
+    cell.value = CHUNKED
+    rng = np.random.default_rng(7)
+    h = (rng.standard_normal((16, 128)) * 0.1).astype(dtype)
+    w = (rng.standard_normal((128, 512)) * 0.1).astype(dtype)
+
+    def loss(h, w):
+        return numbax.numpy.sum(numbax.numpy.tanh(h @ w))
+
+    z = np.tanh(h.astype(np.float64) @ w)
+    dz = 1.0 - z * z
+    want = (z.sum(), (dz @ w.T.astype(np.float64), h.T.astype(np.float64) @ dz))
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+
+    def check(results):
+        value, (grad_h, grad_w) = results
+        np.testing.assert_allclose(value, want[0], rtol=tolerance, atol=tolerance)
+        np.testing.assert_allclose(grad_h, want[1][0], rtol=tolerance, atol=tolerance)
+        np.testing.assert_allclose(grad_w, want[1][1], rtol=tolerance, atol=tolerance)
+
+    before = [h.copy(), w.copy()]
+    for tiered in (True, False):
+        step = numbax.jit(numbax.value_and_grad(loss, argnums=(0, 1)), tiered=tiered)
+        for call in range(3 if tiered else 2):
+            if call == 2:
+                step.wait_compiled()  # the compiled program answers too
+            results = step(h, w)
+            check(results)
+            _write_into_results(results, [h, w])
+            np.testing.assert_array_equal(h, before[0])
+            np.testing.assert_array_equal(w, before[1])
