@@ -6,6 +6,7 @@
     python -m benchmarks --group kernels      # PolyBench-style kernels, with first-call times
     python -m benchmarks --group linalg       # numpy.linalg and sort against NumPy and JAX
     python -m benchmarks --group fft          # numpy.fft: a 2^20 fft, a batched rfft; NumPy, JAX
+    python -m benchmarks --group math         # tanh, exp, log, expit, erf, sin, cos; f32, f64
     python -m benchmarks --group compile_scaling  # compile time against program size, and JAX's
     python -m benchmarks --group models       # training steps, GP, n-body, stencils vs JAX
     python -m benchmarks --group models --loaded  # ... and again beside two busy processes
@@ -28,6 +29,7 @@ from .fft import FFT_WORKLOAD_BUILDERS
 from .kernel_workloads import KERNEL_WORKLOAD_BUILDERS
 from .linalg import LINALG_WORKLOAD_BUILDERS
 from .machine import blas_kernels, busy_warning, describe, load_average
+from .math_functions import MATH_WORKLOAD_BUILDERS
 from .model_workloads import MODEL_WORKLOAD_BUILDERS
 from .peers import make_peers
 from .runner import FAILED, any_failed, run_suite
@@ -55,13 +57,14 @@ WARMUP_S = {"quick": 0.0, "full": 0.15}  # see timing.py: the row's threads spre
 # Every workload, in run order. The kernels group takes minutes at full size, so the default
 # run (CI's) leaves it out; `--group kernels` or `--group all` runs it, `--only` any of it.
 ALL_BUILDERS = WORKLOAD_BUILDERS | KERNEL_WORKLOAD_BUILDERS | LINALG_WORKLOAD_BUILDERS
-ALL_BUILDERS |= FFT_WORKLOAD_BUILDERS | NARROW_WORKLOAD_BUILDERS
+ALL_BUILDERS |= FFT_WORKLOAD_BUILDERS | NARROW_WORKLOAD_BUILDERS | MATH_WORKLOAD_BUILDERS
 GROUPS = {
     "default": WORKLOAD_BUILDERS,
     "kernels": KERNEL_WORKLOAD_BUILDERS,
     "linalg": LINALG_WORKLOAD_BUILDERS,
     "fft": FFT_WORKLOAD_BUILDERS,
     "narrow": NARROW_WORKLOAD_BUILDERS,
+    "math": MATH_WORKLOAD_BUILDERS,
     "all": ALL_BUILDERS,
 }
 # Groups that are a table of their own rather than workloads run against every peer.
