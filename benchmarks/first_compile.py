@@ -16,6 +16,9 @@ Nothing is warm: the process is new, and its caches are empty and its own.
           `tiered=False`: the call waits for the compiled program (trace, passes, codegen,
           Numba and LLVM, run)
   jax     no persistent compilation cache (trace, lower, XLA compile, run)
+  torch, torch.compile
+          PyTorch eager, and `torch.compile` with Inductor's caches in an empty folder
+          (Dynamo's trace, AOTAutograd, Inductor's C++ compile, run)
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def first_compile_call(library: str, name: str, scale: str, scratch_dir: str) ->
         env.pop("NUMBA_CACHE_DIR", None)
         env.update(JAX_PLATFORMS="cpu", NUMBAX_TIERED="0")
         env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
         command = [sys.executable, "-m", "benchmarks.first_compile", library, name, scale]
         run_checked([*command, out_dir], env, PROCESS_TIMEOUT_S)
         figures = json.loads(Path(out_dir, "figures.json").read_text())
@@ -67,7 +71,7 @@ def first_compile_call(library: str, name: str, scale: str, scratch_dir: str) ->
 
 def _initialised_peer(library: str, scratch_dir: str):
     """The library imported and started, outside the timed part."""
-    from .peers import JaxPeer, NumbaxPeer
+    from .peers import JaxPeer, NumbaxPeer, TorchCpuPeer
 
     if library == "numbax":
         import numbax  # noqa: F401
@@ -79,6 +83,8 @@ def _initialised_peer(library: str, scratch_dir: str):
         return NumbaxPeer("cpu", scratch_dir)
     if library == "jax":
         return JaxPeer(False, scratch_dir)  # imports JAX and starts its CPU client
+    if library in TorchCpuPeer.LABELS:
+        return TorchCpuPeer()  # imports torch
     raise SystemExit(f"unknown library {library!r}")
 
 
@@ -90,7 +96,7 @@ def main(argv: list[str]) -> int:
     peer = _initialised_peer(library, out_dir)
     import_s = time.perf_counter() - start
     workload = model_workload(name, scale)
-    [implementation] = peer.implement(workload)
+    [implementation] = [row for row in peer.implement(workload) if row.label == library]
     inputs = tree_map(implementation.to_device, workload.inputs)
     try:
         start = time.perf_counter()

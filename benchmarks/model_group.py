@@ -4,8 +4,9 @@ against JAX (and PyTorch where installed), from a cold start to steady state.
 For every workload of model_workloads.py, in three phases:
 
 1. time to compiled code: `cold_samples` fresh processes per library, taking turns, each
-   with empty caches (first_compile.py); numbax `tiered=False`, JAX's first call; every
-   answer checked against the float64 reference.
+   with empty caches (first_compile.py); numbax `tiered=False`, JAX's first call, PyTorch
+   eager's first call and `torch.compile`'s; every answer checked against the float64
+   reference.
 2. steady state: the suite's runner (runner.py, timing.py): built, checked, then timed
    taking turns; median and min–max. numbax's steady row loads what its last cold process
    compiled from that process's disk cache, so the group compiles each program once more
@@ -36,7 +37,7 @@ from .first_compile import first_compile_call
 from .implementation import NotSupportedYet, PeerUnavailable
 from .machine import busy_warning, describe, load_average
 from .model_workloads import MODEL_WORKLOAD_BUILDERS, model_workload
-from .peers import JaxPeer, NumbaxPeer
+from .peers import JaxPeer, NumbaxPeer, TorchCpuPeer
 from .runner import (
     FAILED,
     NOT_SUPPORTED,
@@ -56,39 +57,39 @@ BUSY_LOOP = "while True: pass"
 
 
 def make_peers(scratch_dir: str) -> tuple[list, dict[str, str]]:
-    """numbax and JAX on the CPU, and why PyTorch is not among them."""
+    """numbax, JAX and PyTorch (eager and torch.compile) on the CPU, and why any of the
+    last two is missing."""
     peers, missing = [NumbaxPeer("cpu", scratch_dir)], {}
-    try:
-        peers.append(JaxPeer(False, scratch_dir))
-    except PeerUnavailable as error:
-        missing["jax"] = str(error)
-    missing["torch"] = torch_missing_reason()
+    for label, make in (("jax", lambda: JaxPeer(False, scratch_dir)), ("torch", TorchCpuPeer)):
+        try:
+            peers.append(make())
+        except PeerUnavailable as error:
+            missing[label] = str(error)
     return peers, missing
 
 
-def torch_missing_reason() -> str:
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return "not installed"
-    return "installed, but the models group has no PyTorch rows yet (eager, torch.compile)"
+def cold_libraries(peers: list) -> tuple[str, ...]:
+    """The libraries timed from a cold start: numbax, JAX, and each PyTorch row."""
+    torch = [TorchCpuPeer.LABELS for peer in peers if isinstance(peer, TorchCpuPeer)]
+    return COLD_LIBRARIES + tuple(label for labels in torch for label in labels)
 
 
 # --- phase 1: time to compiled code -------------------------------------------------------
 
 
 def cold_result(
-    workload, scale: str, samples: int, scratch_dir: str
+    workload, scale: str, samples: int, scratch_dir: str, libraries: tuple[str, ...]
 ) -> tuple[WorkloadResult, dict[str, str]]:
     """Each library's time to compiled code, `samples` fresh processes each, taking turns;
     and the disk cache each library's last process filled."""
-    rows = {library: Row(library, OK, is_numbax=library == "numbax") for library in COLD_LIBRARIES}
-    seconds: dict[str, list[float]] = {library: [] for library in COLD_LIBRARIES}
+    rows = {library: Row(library, OK, is_numbax=library == "numbax") for library in libraries}
+    seconds: dict[str, list[float]] = {library: [] for library in libraries}
     caches: dict[str, str] = {}
     start = time.perf_counter()
     expected = workload.reference()
     for sample in range(samples):
-        order = COLD_LIBRARIES[sample % 2 :] + COLD_LIBRARIES[: sample % 2]
+        turn = sample % len(libraries)
+        order = libraries[turn:] + libraries[:turn]
         for library in order:
             row = rows[library]
             if row.status != OK:
@@ -179,7 +180,9 @@ def run(
         caches[workload.name] = os.path.join(scratch_dir, "numbax-cache")
         if cold_samples:
             _progress(f"    time to compiled code: {cold_samples} fresh process(es) per library")
-            cold, cold_caches = cold_result(workload, scale, cold_samples, scratch_dir)
+            cold, cold_caches = cold_result(
+                workload, scale, cold_samples, scratch_dir, cold_libraries(peers)
+            )
             phases["cold"].append(cold)
             caches[workload.name] = cold_caches.get("numbax", caches[workload.name])
         config.cache_dir = caches[workload.name]
@@ -236,7 +239,8 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
         phases["steady"], phases["cold"], phases["loaded"], phases["scaling"]
     )
     heading = report.models_heading(machine, options)
-    text = "\n".join([*heading, *summary, "", *table])
+    torch_table = report.models_torch_table(phases["steady"], phases["cold"])
+    text = "\n".join([*heading, *summary, "", *table, *([""] if torch_table else []), *torch_table])
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "models.md").write_text(text + "\n")

@@ -29,11 +29,12 @@ from .implementation import (
     first_calls,
     fresh_compiles,
     skipped,
+    tree_map,
 )
 from .kernel_workloads import FIRST_CALL, NUMPY_IN_PLACE
 from .kernels import library_loops
 from .programs import python_scan
-from .workloads import Workload
+from .workloads import Workload, leaves
 
 
 def _copy_into(copyto):
@@ -380,6 +381,72 @@ class TorchPeer:
         if workload.style == "copy":
             return [row(lambda: lambda src, dst: dst.copy_(src))]
         return []
+
+
+class TorchCpuPeer:
+    """PyTorch on the CPU for the models group: eager, and the same step under
+    `torch.compile` (Inductor), each as a PyTorch user writes it. A training step is the
+    loss with `torch.autograd.grad` of its parameters (under `torch.compile` the loss is
+    compiled and AOTAutograd compiles its backward); per-example gradients are
+    `torch.func.vmap(torch.func.grad(loss))`, PyTorch's recipe; the programs run on
+    `torch_numpy`, the programs' NumPy calls in torch's spelling, with Python loops for
+    `scan` and `fori_loop` (which `torch.compile` unrolls)."""
+
+    label = "torch"
+    LABELS = ("torch", "torch.compile")
+
+    def __init__(self):
+        if importlib.util.find_spec("torch") is None:
+            raise PeerUnavailable("not installed")
+        import torch
+
+        from . import torch_numpy
+
+        self.torch, self.xp, self.version = torch, torch_numpy, torch.__version__
+
+    def implement(self, workload: Workload) -> list[Implementation]:
+        torch, xp = self.torch, self.xp
+        to_device = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
+        to_numpy = lambda t: t.detach().numpy()  # noqa: E731
+        program = bind(workload.program, xp, xp.LOOPS)
+
+        def step(loss):
+            def value_and_grad(params, batch):
+                params = tree_map(lambda p: p.detach().requires_grad_(), params)
+                value = loss(params, batch)
+                flat = leaves(params)
+                grads = iter(torch.autograd.grad(value, flat))
+                return value.detach(), tree_map(lambda _: next(grads), params)
+
+            return value_and_grad
+
+        def per_example(loss):
+            return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))
+
+        def compiled(function):
+            # Dynamo keys what it compiled by the code object, which every workload's
+            # `bind` shares: start each workload afresh, as in a process of its own (else
+            # the eighth program falls back to eager, and the second of a size is compiled
+            # for dynamic shapes).
+            torch._dynamo.reset()
+            return torch.compile(function)
+
+        if workload.style == "value_and_grad":
+            builds = (lambda: step(program), lambda: step(compiled(program)))
+        elif workload.style == "per_example_grad":
+            builds = (lambda: per_example(program), lambda: compiled(per_example(program)))
+        elif workload.style == "kernel":
+            builds = (lambda: program, lambda: compiled(program))
+        else:
+            return []
+        return [
+            Implementation(label, build, to_device, _no_sync_of_torch, to_numpy)
+            for label, build in zip(self.LABELS, builds, strict=True)
+        ]
+
+
+def _no_sync_of_torch(_) -> None:
+    """PyTorch's CPU operations have finished when they return."""
 
 
 class CudaMemcpyPeer:

@@ -383,6 +383,53 @@ def models_table(
     return lines
 
 
+TORCH_LABELS = ("torch", "torch.compile")
+TORCH_COLUMNS = (
+    "workload",
+    "torch cold",
+    "torch.compile cold",
+    "numbax cold / torch.compile",
+    "torch median (min–max)",
+    "torch.compile median (min–max)",
+    "numbax / torch",
+    "numbax / torch.compile",
+)
+
+
+def models_torch_table(steady: list[WorkloadResult], cold: list[WorkloadResult]) -> list[str]:
+    """PyTorch's rows of the models group beside numbax's (eager and torch.compile: time to
+    compiled code and steady state), or nothing where no PyTorch row ran."""
+    if not any(_ok_row(r, label) for r in steady for label in TORCH_LABELS):
+        return []
+    cold_by = _by_name(cold, " cold")
+    lines = ["| " + " | ".join(TORCH_COLUMNS) + " |", "|" + "---|" * len(TORCH_COLUMNS)]
+    for result in steady:
+        name = result.workload.name
+        cold_result = cold_by.get(name)
+        cells = [name, *(_cold_cell(cold_result, label) for label in TORCH_LABELS)]
+        compiled = _median_of(cold_result, "torch.compile")
+        cold_ratio = _ratio(_median_of(cold_result, "numbax"), compiled)
+        cells.append("—" if cold_ratio is None else _format_ratio(cold_ratio))
+        for label in TORCH_LABELS:
+            row = _ok_row(result, label)
+            timing = row and f"{format_seconds(row.timing.median_s)} ({format_spread(row.timing)})"
+            cells.append(timing or "—")
+        for label in TORCH_LABELS:
+            ratio = _ratio(_median_of(result, "numbax"), _median_of(result, label))
+            cells.append("—" if ratio is None else _format_ratio(ratio))
+        lines.append("| " + " | ".join(_escape_markdown(cell) for cell in cells) + " |")
+    return lines
+
+
+def _ratios_over(results: list[WorkloadResult], peer: str) -> dict[str, float]:
+    """numbax's median over `peer`'s, per workload where both ran."""
+    return {
+        r.workload.name.removesuffix(" cold"): ratio
+        for r in results
+        if (ratio := _ratio(_median_of(r, "numbax"), _median_of(r, peer))) is not None
+    }
+
+
 def _geometric_mean_line(label: str, ratios: dict[str, float]) -> str | None:
     if not ratios:
         return None
@@ -404,19 +451,12 @@ def models_summary(
     rows, and from ``layer_pairs`` taken in turns: ``layer_scaling_line``), and
     numbax's slowdown beside busy processes over JAX's."""
     lines = []
-    steady_ratios = {
-        r.workload.name: ratio
-        for r in steady
-        if (ratio := _ratio(_median_of(r, "numbax"), _median_of(r, "jax"))) is not None
-    }
     cold_by = _by_name(cold, " cold")
-    cold_ratios = {
-        name: ratio
-        for name, r in cold_by.items()
-        if (ratio := _ratio(_median_of(r, "numbax"), _median_of(r, "jax"))) is not None
-    }
-    lines.append(_geometric_mean_line("numbax cold / jax first call", cold_ratios))
-    lines.append(_geometric_mean_line("numbax steady / jax steady", steady_ratios))
+    for peer in ("jax", *TORCH_LABELS):
+        cold_line = f"numbax cold / {peer} first call"
+        lines.append(_geometric_mean_line(cold_line, _ratios_over(cold, peer)))
+        steady_line = f"numbax steady / {peer} steady"
+        lines.append(_geometric_mean_line(steady_line, _ratios_over(steady, peer)))
     two, eight = cold_by.get("transformer_2"), cold_by.get("transformer_8")
     scaling = [
         f"{library} {_format_ratio(ratio)}"

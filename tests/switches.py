@@ -22,6 +22,8 @@ SWITCHES = {
     "fails the SVG tests instead of skipping them",
     "NUMBAX_TEST_MPI": "`1`: a missing MPI (mpi4py, numba-mpi, `mpiexec`) fails the "
     "distributed tests instead of skipping them",
+    "NUMBAX_TEST_TORCH": "`1`: a missing PyTorch fails the models group's PyTorch rows' "
+    "tests (eager and `torch.compile`) instead of skipping them",
     "NUMBAX_TEST_EXAMPLES": "N: random programs drawn by the cpu backend's Hypothesis "
     "search (default 20; each is a compile)",
     "NUMBAX_FUZZ_EXAMPLES": "N: programs per test of the differential and view fuzzers "

@@ -13,6 +13,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+import switches
 
 import numbax
 from benchmarks import report
@@ -181,3 +182,76 @@ def test_the_layer_ratio_is_taken_from_pairs_in_turns(monkeypatch):
     low, high = report._format_ratio(numbax_ratios[0]), report._format_ratio(numbax_ratios[-1])
     assert f"({low}–{high})" in line
     assert report.layer_scaling_line({}) is None
+
+
+# --- PyTorch's rows (eager and torch.compile), where PyTorch is installed -----------------
+
+
+@pytest.fixture
+def torch_peer():
+    """The models group's PyTorch peer; skipped without PyTorch (failed where CI asks for
+    these tests: ``NUMBAX_TEST_TORCH=1``, set by ``.ci/run``, which installs it)."""
+    from benchmarks.implementation import PeerUnavailable
+    from benchmarks.peers import TorchCpuPeer
+
+    try:
+        return TorchCpuPeer()
+    except PeerUnavailable as error:
+        problem = f"PyTorch: {error} (pip install torch)"
+        if switches.flag("NUMBAX_TEST_TORCH"):
+            pytest.fail(f"NUMBAX_TEST_TORCH=1 but {problem}")
+        pytest.skip(problem)
+
+
+def _torch_answer(peer, workload, label: str):
+    [row] = [row for row in peer.implement(workload) if row.label == label]
+    function = row.build()
+    inputs = tree_map(row.to_device, workload.inputs)
+    function(*inputs)  # a second call, as the suite times it: a compiled step runs again
+    return tree_map(row.to_numpy, function(*inputs))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_torch_eager_matches_the_float64_reference(name, references, torch_peer):
+    workload = model_workload(name, "quick")
+    workload.check(_torch_answer(torch_peer, workload, "torch"), references[name])
+
+
+# One program of each style: Inductor's C++ compile takes seconds per program.
+COMPILED = ["mlp_64", "per_example_grads", "lstm_scan", "wave_pad"]
+
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_torch_compile_matches_the_float64_reference(name, references, torch_peer):
+    from torch._dynamo.utils import counters
+
+    workload = model_workload(name, "quick")
+    counters.clear()
+    workload.check(_torch_answer(torch_peer, workload, "torch.compile"), references[name])
+    # The row is compiled by Dynamo in one graph per function, not eager after a graph break.
+    assert counters["stats"]["unique_graphs"] >= 1, dict(counters["graph_break"])
+    assert not counters["graph_break"], dict(counters["graph_break"])
+
+
+def test_the_torch_table_and_summary_read_numbax_over_each_torch_row():
+    steady = [_result("mlp_64", {"numbax": 1.0, "jax": 2.0, "torch": 4.0, "torch.compile": 2.0})]
+    cold = [
+        _result(
+            "mlp_64 cold",
+            {"numbax": 0.3, "jax": 0.3, "torch": 0.01, "torch.compile": 6.0},
+            "first_compile",
+        )
+    ]
+    table = report.models_torch_table(steady, cold)
+    header = table[0].strip("| ").split(" | ")
+    assert header == list(report.TORCH_COLUMNS)
+    cells = dict(zip(header, table[2].strip("| ").split(" | "), strict=True))
+    assert cells["numbax / torch"] == "0.25x" and cells["numbax / torch.compile"] == "0.50x"
+    assert cells["numbax cold / torch.compile"] == "0.05x"
+    summary = report.models_summary(steady, cold)
+    assert "numbax steady / torch.compile steady: geometric mean 0.50x" in "\n".join(summary)
+    assert "numbax cold / torch first call: geometric mean 30.00x" in "\n".join(summary)
+    # Without PyTorch's rows there is no table, and the summary names only JAX.
+    jax_only = [_result("mlp_64", {"numbax": 1.0, "jax": 2.0})]
+    assert report.models_torch_table(jax_only, []) == []
+    assert "torch" not in "\n".join(report.models_summary(jax_only, []))
