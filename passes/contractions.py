@@ -28,6 +28,18 @@ Two rewrites, each taken only when its result folds:
   the sum is the same in any order of the pairs. Where no order folds both operands
   (``einsum('ij,ji->', a, b)``), one of them is still copied.
 
+And one that leaves the product's form:
+
+- ``outer_products_as_multiplies``: a float product whose contracting dims all have size
+  one (or that has none) sums one product per output element: it is the multiply of its
+  operands broadcast to the output, an elementwise equation fusion can put in a loop
+  with its neighbours. As a GEMM of depth one it was a BLAS call per batch that zeroes
+  its output before adding into it (per-example weight gradients under ``vmap(grad)``:
+  64 products of 256 x 1 @ 1 x 128, 8 MiB written twice). Each element is ``a*b + 0``,
+  the sum of one product as NumPy's matmul and BLAS compute it: the product itself,
+  exactly, with a -0 turned +0 as theirs (XLA's algebraic simplifier makes the same
+  rewrite without the zero).
+
 A product left as it was is counted with its reason (``kept_...``) on the pass log.
 """
 
@@ -36,7 +48,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
+from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from ..ir.primitive import PRIMITIVES
 from .rewrite import Rebuilder, map_subjaxprs, subjaxprs, use_counts
 
@@ -66,6 +78,9 @@ def fold_contractions(jaxpr: Jaxpr, counts: Counter | None = None) -> Jaxpr:
             dot, numbers = batch_sum
             out.alias(eqn.outputs[0], _batch_sum_as_contraction(out, eqn, dot, numbers))
             counts["batch_sums_folded"] += 1
+        elif eqn.prim.name == "dot_general" and _is_outer_product(eqn):
+            out.alias(eqn.outputs[0], _outer_product_as_multiply(out, eqn))
+            counts["outer_products_as_multiplies"] += 1
         elif eqn.prim.name == "dot_general":
             _order_contract_pairs(out, eqn, counts)
         else:
@@ -207,3 +222,47 @@ def _batch_sum_as_contraction(out: Rebuilder, total: Eqn, dot: Eqn, numbers) -> 
         return product
     params = {**total.params, "axes": rest}
     return out.emit1(PRIMITIVES["reduce_sum"], [product], total.source_info, **params)
+
+
+# ---------------------------------------------------------------- outer products
+
+
+def _is_outer_product(eqn: Eqn) -> bool:
+    """A float or complex product of one dtype whose contracting dims are all of size 1."""
+    lhs, rhs = eqn.inputs
+    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+    same_dtype = lhs.aval.dtype == rhs.aval.dtype == eqn.outputs[0].aval.dtype
+    return (
+        same_dtype
+        and lhs.aval.dtype.kind in "fc"
+        and all(lhs.aval.shape[d] == 1 for d in lhs_contract)
+    )
+
+
+def _outer_product_as_multiply(out: Rebuilder, eqn: Eqn) -> Var:
+    """Each operand without its contracting dims (size 1), its (batch, free) dims in the
+    output's order, broadcast to the output's shape; then their product, plus zero."""
+    numbers = eqn.params["dimension_numbers"]
+    shape = eqn.outputs[0].aval.shape
+    groups = operand_groups(len(eqn.inputs[0].aval.shape), len(eqn.inputs[1].aval.shape), numbers)
+    n_batch, n_lhs_free = len(groups[0][0]), len(groups[0][1])
+    placed = []
+    for side, (operand, (batch, free, contract)) in enumerate(zip(eqn.inputs, groups, strict=True)):
+        x, source = out.read(operand), eqn.source_info
+        kept = [d for d in range(len(operand.aval.shape)) if d not in contract]
+        if contract:
+            sizes = tuple(operand.aval.shape[d] for d in kept)
+            x = out.emit1(PRIMITIVES["reshape"], [x], source, new_sizes=sizes)
+        order = tuple(kept.index(d) for d in (*batch, *free))
+        if order != tuple(range(len(order))):
+            x = out.emit1(PRIMITIVES["transpose"], [x], source, permutation=order)
+        start = n_batch + (n_lhs_free if side else 0)
+        dims = (*range(n_batch), *range(start, start + len(free)))
+        if len(dims) != len(shape):
+            x = out.emit1(
+                PRIMITIVES["broadcast_in_dim"], [x], source, shape=shape, broadcast_dimensions=dims
+            )
+        placed.append(x)
+    product = out.emit1(PRIMITIVES["mul"], placed, eqn.source_info)
+    zero = Literal(0, eqn.outputs[0].aval.dtype)
+    return out.emit1(PRIMITIVES["add"], [product, zero], eqn.source_info)

@@ -311,3 +311,104 @@ def test_cpu_code_of_a_batch_of_products_loops_over_the_batch():
     batched = lambda x, g: np.einsum("bhwk,bhwo->bhko", x, g)  # noqa: E731
     calls = product_calls(numbax.jit(batched, backend="cpu").lower(x, g).source())
     assert calls and all(in_loop for _, in_loop in calls), calls
+
+
+# ---------------------------------------------------------------- outer products
+
+# name: (function, arguments): products whose contracting dims all have size 1, or none.
+OUTER = {
+    "column_times_row": (lambda a, b: a @ b, (normal(5, 1), normal(1, 4))),
+    "per_example_weight_gradient": (
+        lambda x, g: np.einsum("bi,bo->bio", x, g),
+        (normal(3, 5), normal(3, 4)),
+    ),
+    "batched_depth_one": (lambda a, b: a @ b, (normal(3, 5, 1), normal(3, 1, 4))),
+    "depth_one_read_transposed": (
+        lambda a, b: np.einsum("kbi,bko->bio", a, b),
+        (normal(1, 3, 5), normal(3, 1, 4)),
+    ),
+    "batch_not_leading": (
+        lambda a, b: np.einsum("ibk,kob->boi", a, b),
+        (normal(5, 3, 1), normal(1, 4, 3)),
+    ),
+    "np_outer": (np.outer, (normal(5), normal(4))),
+    "complex": (
+        lambda a, b: a @ b,
+        (normal(5, 1) + 1j * normal(5, 1), normal(1, 4) - 2j * normal(1, 4)),
+    ),
+    "float32": (
+        lambda a, b: a @ b,
+        (normal(6, 1).astype(np.float32), normal(1, 5).astype(np.float32)),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", OUTER)
+def test_outer_product_is_a_multiply_of_broadcasts(name):
+    fn, args = OUTER[name]
+    traced = trace(fn, *args)
+    fused, log = optimize(fn, *args)
+    assert not products(fused), "a product of depth one is left a dot_general"
+    if any(e.prim.name == "dot_general" for e in traced.eqns):
+        assert log.totals("contractions").get("outer_products_as_multiplies") == 1
+    assert_same_values(traced, fused, args)
+
+
+@pytest.mark.parametrize("name", OUTER)
+def test_outer_product_values_are_numpys(backend, name):
+    """Each element is one product: NumPy's, exactly."""
+    fn, args = OUTER[name]
+    got = backend.to_host(numbax.jit(fn, backend=backend)(*args))
+    want = np.einsum(*_einsum_of(name), *args) if name != "np_outer" else np.outer(*args)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def _einsum_of(name: str) -> tuple[str]:
+    """The products of ``OUTER`` as one exact einsum each (a product per element)."""
+    return {
+        "column_times_row": ("ik,ko->io",),
+        "per_example_weight_gradient": ("bi,bo->bio",),
+        "batched_depth_one": ("bik,bko->bio",),
+        "depth_one_read_transposed": ("kbi,bko->bio",),
+        "batch_not_leading": ("ibk,kob->boi",),
+        "complex": ("ik,ko->io",),
+        "float32": ("ik,ko->io",),
+    }[name]
+
+
+def test_negative_zero_products_are_numpys_positive_zeros(backend):
+    """NumPy's matmul sums one product from zero: a -0 product is +0, as here."""
+    a, b = np.array([[-0.0], [2.0]]), np.array([[3.0, -0.0]])
+    got = backend.to_host(numbax.jit(lambda a, b: a @ b, backend=backend)(a, b))
+    want = a @ b
+    assert np.array_equal(got, want) and not np.signbit(want).any()
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_integer_and_deeper_products_stay_products():
+    ints = (np.arange(5).reshape(5, 1), np.arange(4).reshape(1, 4))
+    fused, log = optimize(lambda a, b: a @ b, *ints)
+    assert len(products(fused)) == 1 and not log.totals("contractions")
+    fused, _ = optimize(lambda a, b: a @ b, normal(5, 2), normal(2, 4))
+    assert len(products(fused)) == 1
+
+
+def test_per_example_gradients_under_vmap_have_no_products_of_depth_one(backend):
+    """vmap(grad) of a dense layer: the per-example weight gradient is the outer product of
+    the example and its cotangent; its values against the closed form."""
+    x, w = normal(4, 5), normal(5, 3)
+
+    def loss(w, example):
+        return np.sum(np.tanh(example @ w))
+
+    per_example = numbax.vmap(numbax.grad(loss), in_axes=(None, 0))
+    fused, log = optimize(per_example, w, x)
+    assert log.totals("contractions").get("outer_products_as_multiplies") == 1
+    assert all(
+        all(dot.inputs[0].aval.shape[d] > 1 for d in dot.params["dimension_numbers"][0][0])
+        for dot in products(fused)
+    )
+    got = backend.to_host(numbax.jit(per_example, backend=backend)(w, x))
+    want = np.einsum("bi,bo->bio", x, 1.0 - np.tanh(x @ w) ** 2)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
