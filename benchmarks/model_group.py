@@ -209,8 +209,10 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
         return 2
     scale = "quick" if args.quick else "full"
     cold_samples = COLD_SAMPLES[scale] if args.cold_samples is None else args.cold_samples
-    # As the suite does (__main__.py): Numba's idle workers wait passively.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # No OMP_WAIT_POLICY for the process (the suite's __main__.py sets one): numbax's Numba
+    # workers wait passively by numbax's own choice (threads.launch_numba_threads), and
+    # PyTorch's OpenMP runtime reads the variable too: passive, torch.compile's n-body step
+    # took 232 ms instead of 15 ms, every one of Inductor's loops waking its workers.
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     options = {
         "backend": "cpu",
@@ -220,7 +222,7 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
         "repeat": args.repeat,
         "cold_samples": cold_samples,
         "loaded": args.loaded,
-        "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"],
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "unset"),
     }
     with tempfile.TemporaryDirectory(prefix="numbax-models-") as scratch:
         peers, missing = make_peers(scratch)
