@@ -37,9 +37,9 @@ run its Haswell (AVX2) kernels, the packed product took 0.39-0.88x OpenBLAS's ti
 Intel Xeon (Emerald Rapids) VM, OpenBLAS picks its SkylakeX kernels, and on one thread the
 packed product took 1.09-1.13x their time in float32 and 1.09-1.16x in float64 (256 x 512
 @ 512 x 256), 0.96-1.04x and 1.45-1.61x at 64 or 128 x 784 @ 784 x 512. One
-``PRODUCT_SHAPE`` product per float type, on one thread, each way (``PACKED_CELL``'s bit
+``PRODUCT_SHAPE`` product per float type, on one thread, each way (``PRODUCTS_CELL``'s bit
 for the type set and cleared), the least of ``PRODUCT_ROUNDS``: the faster one's bit is
-kept in ``PACKED_CELL`` (symbol ``numbax_packed_products``), which ``gemm`` reads at every
+kept in ``PRODUCTS_CELL`` (symbol ``numbax_products``), which ``gemm`` reads at every
 call, and in the record beside the threshold. The split is then timed with the faster
 product, and every product with BLAS on one thread, as in a compiled call (OpenBLAS's own
 pool made "one thread" two).
@@ -77,14 +77,14 @@ ROUNDS = 15
 SYMBOL = "numbax_parallel_flops"
 NEVER = 1 << 62
 
-# Whose product ``gemm`` calls: a bit per float type, set where numbax's packed product
-# runs it (on AVX-512 only), clear where BLAS's does.
-PACKED_SYMBOL = "numbax_packed_products"
+# How ``gemm`` runs a product, in one cell of bits: a bit per float type set where numbax's
+# packed product runs it (on AVX-512 only), clear where BLAS's does ...
+PRODUCTS_SYMBOL = "numbax_products"
 PACKED_BITS = {"s": 1, "d": 2}  # float32, float64 (BLAS's letters)
 PACKED_DEFAULT = PACKED_BITS["s"] | PACKED_BITS["d"]
 PRODUCT_SHAPE = (256, 256, 512)  # 67 Mflop: ~0.5 ms float32, ~1.1 ms float64, one thread
 PRODUCT_ROUNDS = 5
-# In the same cell, a bit per float type set where a product of few rows runs as BLAS calls
+# ... and a bit per float type set where a product of few rows runs as BLAS calls
 # of column chunks its small-matrix kernels take (``gemm.SMALL_ROWS``), measured on
 # ``SMALL_SHAPE`` on one thread each way (an LSTM cell's product, ~40 us), the least of
 # ``ROUNDS``.
@@ -93,10 +93,10 @@ SMALL_DEFAULT = SMALL_BITS["s"] | SMALL_BITS["d"]
 SMALL_SHAPE = (16, 512, 128)
 
 CELL = ctypes.c_int64(DEFAULT)
-PACKED_CELL = ctypes.c_int64(PACKED_DEFAULT | SMALL_DEFAULT)
+PRODUCTS_CELL = ctypes.c_int64(PACKED_DEFAULT | SMALL_DEFAULT)
 _settled = False  # the cells hold the record read or the measurement made by this process
 llvm.add_symbol(SYMBOL, ctypes.addressof(CELL))
-llvm.add_symbol(PACKED_SYMBOL, ctypes.addressof(PACKED_CELL))
+llvm.add_symbol(PRODUCTS_SYMBOL, ctypes.addressof(PRODUCTS_CELL))
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class Measurement:
 
 
 def product_bits(products: dict, small: dict) -> int:
-    """``PACKED_CELL``'s bits from ``Measurement.products`` and ``.small``: the types whose
+    """``PRODUCTS_CELL``'s bits from ``Measurement.products`` and ``.small``: the types whose
     packed product beat BLAS's, and those whose small products ran faster in chunks."""
     faster = lambda times, bits: sum(  # noqa: E731
         bits[letter] for letter, (tried, usual) in times.items() if tried < usual
@@ -122,7 +122,7 @@ def product_bits(products: dict, small: dict) -> int:
 
 
 def cell_value(builder, symbol: str):
-    """The 64-bit run-time cell linked as ``symbol`` (``CELL``, ``PACKED_CELL``), loaded
+    """The 64-bit run-time cell linked as ``symbol`` (``CELL``, ``PRODUCTS_CELL``), loaded
     where ``builder`` is."""
     cell = builder.module.globals.get(symbol)
     if cell is None:
@@ -148,7 +148,7 @@ def load() -> None:
     global _settled
     stored = _read(_path(config.cache_dir))
     if stored is not None:
-        (CELL.value, PACKED_CELL.value), _settled = stored, True
+        (CELL.value, PRODUCTS_CELL.value), _settled = stored, True
 
 
 def ensure_measured() -> None:
@@ -167,7 +167,7 @@ def ensure_measured() -> None:
     if measured is None:
         return
     CELL.value = threshold_of(measured.serial_s, measured.split_s)
-    PACKED_CELL.value = product_bits(measured.products, measured.small)
+    PRODUCTS_CELL.value = product_bits(measured.products, measured.small)
     if path is not None and measured.split_s < measured.serial_s:
         _write(path, measured)
 
@@ -189,7 +189,7 @@ def measure() -> Measurement | None:
     threads.launch_numba_threads()
     if min(threads.numba_threads(), threads.affinity_cpus(), threads.cgroup_cpus() or 2) < 2:
         return None
-    saved = CELL.value, PACKED_CELL.value
+    saved = CELL.value, PRODUCTS_CELL.value
     # BLAS on one thread, as in a compiled call (``threads.on_chosen_threads``): its own
     # pool made "one thread" two and the split four.
     single = blas.enter_single_threaded(threads.cpu_quota()) if blas.AVAILABLE else None
@@ -203,10 +203,10 @@ def measure() -> Measurement | None:
         for letter, dtype in (("s", np.float32), ("d", np.float64)):
             ways = [(NEVER, SMALL_BITS[letter]), (NEVER, 0)]  # BLAS's, chunked or not
             small[letter] = _least_times(SMALL_SHAPE, dtype, ROUNDS, ways)
-        PACKED_CELL.value = product_bits(products, small)  # the split timed with the faster
+        PRODUCTS_CELL.value = product_bits(products, small)  # the split timed with the faster
         serial_s, split_s = _least_times(SHAPE, np.float32, ROUNDS, [(NEVER, None), (0, None)])
     finally:
-        CELL.value, PACKED_CELL.value = saved
+        CELL.value, PRODUCTS_CELL.value = saved
         if single is not None:
             blas.leave_single_threaded(single)
     return Measurement(serial_s, split_s, products, small)
@@ -230,7 +230,7 @@ def _least_times(shape, dtype, rounds: int, ways: list) -> tuple:
         for k, (threshold, packed) in enumerate(ways):
             CELL.value = threshold
             if packed is not None:
-                PACKED_CELL.value = packed
+                PRODUCTS_CELL.value = packed
             start = time.perf_counter()
             blocked_gemm(a, b, c, offsets, transposed, sizes, leading, ROWS, two, MIN_ROWS)
             best[k] = min(best[k], time.perf_counter() - start)
@@ -254,7 +254,7 @@ def _path(cache_dir: str | None) -> Path | None:
 
 
 def _read(path: Path | None) -> tuple[int, int] | None:
-    """The record's threshold and ``PACKED_CELL``'s bits; None where it is missing or
+    """The record's threshold and ``PRODUCTS_CELL``'s bits; None where it is missing or
     damaged (or an earlier numbax's, without the bits of small products)."""
     if path is None:
         return None
@@ -279,8 +279,8 @@ def _write(path: Path, measured: Measurement) -> None:
     record = {
         "identity": _identity(),
         "parallel_flops": CELL.value,
-        "packed_products": PACKED_CELL.value & PACKED_DEFAULT,
-        "small_products": PACKED_CELL.value & SMALL_DEFAULT,
+        "packed_products": PRODUCTS_CELL.value & PACKED_DEFAULT,
+        "small_products": PRODUCTS_CELL.value & SMALL_DEFAULT,
         "serial_us": microseconds(measured.serial_s),
         "split_us": microseconds(measured.split_s),
         "shape": SHAPE,

@@ -88,6 +88,9 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             for t, v, start in zip(signature.args[:3], values[:3], starts, strict=True)
         ]
         m, n, k = (builder.trunc(v, i32) for v in cgutils.unpack_tuple(builder, values[5]))
+        i64 = ir.IntType(64)
+        rows, columns, depth = (builder.sext(v, i64) for v in (m, n, k))
+        multiplies = builder.mul(builder.mul(rows, columns), depth)  # 64 bits: no overflow
         strides = [builder.trunc(v, i32) for v in cgutils.unpack_tuple(builder, values[6])]
         lda, ldb, ldc = (*strides, n)[:3]
         a_t, b_t = cgutils.unpack_tuple(builder, values[4])
@@ -169,8 +172,6 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
         def small_width():
             """The columns per call where the product runs as calls of BLAS's small-matrix
             kernels (``SMALL_ROWS``), else 0: as even as ``SMALL_ALIGN`` allows."""
-            i64 = ir.IntType(64)
-            rows, columns, depth = (builder.sext(v, i64) for v in (m, n, k))
             constant = lambda value: ir.Constant(i64, value)  # noqa: E731
             at_least = lambda x, value: builder.icmp_signed(">=", x, constant(value))  # noqa: E731
             transposed = builder.icmp_signed("!=", b_t, ir.Constant(b_t.type, 0))
@@ -185,10 +186,9 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             cells = builder.sdiv(constant(SMALL_CELLS), one_row)
             widest = builder.select(transposed, least(widest, cells), widest)
             widest = builder.and_(widest, constant(-SMALL_ALIGN))
-            multiplies = builder.mul(builder.mul(rows, columns), depth)
             over = builder.icmp_signed(">", multiplies, constant(SMALL_MULTIPLIES))
             deep_enough = builder.or_(builder.not_(transposed), at_least(depth, SMALL_DEPTH_T))
-            bits = calibration.cell_value(builder, calibration.PACKED_SYMBOL)
+            bits = calibration.cell_value(builder, calibration.PRODUCTS_SYMBOL)
             measured = builder.and_(bits, constant(calibration.SMALL_BITS[letter]))
             wanted = builder.and_(builder.and_(few, over), at_least(widest, SMALL_LEAST))
             wanted = builder.and_(wanted, deep_enough)
@@ -211,17 +211,15 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
                     b_step = pick(b_t, ldb, ir.Constant(i32, 1))
                     with cgutils.for_range(builder, ceil_div(n, width)) as loop:
                         start = builder.mul(loop.index, width)
-                        columns = least(width, builder.sub(n, start))
+                        chunk = least(width, builder.sub(n, start))
                         b_start = builder.gep(b_data, [builder.mul(start, b_step)])
-                        blas_call(columns, b_start, builder.gep(c_data, [start]))
+                        blas_call(chunk, b_start, builder.gep(c_data, [start]))
 
         def packed_or_blas():
             """numbax's packed product (``packed_gemm``) where it is worth its packing,
             else BLAS's. (At least ``LEAST_MULTIPLIES`` multiplies: a depth of one or
             more, which the packed product needs.)"""
-            i64 = ir.IntType(64)
-            wide = [builder.sext(v, i64) for v in (m, n, k, lda, ldb, ldc)]
-            multiplies = builder.mul(builder.mul(wide[0], wide[1]), wide[2])
+            wide = [rows, columns, depth, *(builder.sext(v, i64) for v in (lda, ldb, ldc))]
             large = builder.icmp_signed(">=", multiplies, ir.Constant(i64, LEAST_MULTIPLIES))
             # Its tiles are two vectors wide (``packed_gemm.COLUMNS``): fewer columns are
             # mostly padding (a CNN's 8 channels ran 2.1-2.6x OpenBLAS's time); op(b) read
@@ -234,8 +232,8 @@ def gemm(typingctx, a, b, c, offsets, transposed, sizes, leading):
             b_in_place = builder.icmp_signed("==", b_t, ir.Constant(b_t.type, 0))
             large = builder.and_(large, wide_enough)
             large = builder.and_(large, builder.or_(b_in_place, rows_enough))
-            # ... where it beat BLAS's on this machine (``calibration.PACKED_CELL``).
-            bits = calibration.cell_value(builder, calibration.PACKED_SYMBOL)
+            # ... where it beat BLAS's on this machine (``calibration.PRODUCTS_CELL``).
+            bits = calibration.cell_value(builder, calibration.PRODUCTS_SYMBOL)
             bit = builder.and_(bits, ir.Constant(i64, calibration.PACKED_BITS[letter]))
             large = builder.and_(large, builder.icmp_signed("!=", bit, ir.Constant(i64, 0)))
             step = ir.Constant(i64, 1)

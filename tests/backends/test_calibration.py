@@ -23,7 +23,7 @@ def fresh_threshold(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "cache_dir", str(tmp_path))
     monkeypatch.setattr(calibration, "_settled", False)
     monkeypatch.setattr(calibration.CELL, "value", calibration.DEFAULT)
-    monkeypatch.setattr(calibration.PACKED_CELL, "value", calibration.PACKED_DEFAULT)
+    monkeypatch.setattr(calibration.PRODUCTS_CELL, "value", calibration.PACKED_DEFAULT)
     return tmp_path
 
 
@@ -62,7 +62,7 @@ def test_measured_once_recorded_then_read(fresh_threshold, monkeypatch):
     calibration.ensure_measured()  # once per process
     float32_only, float64_only = calibration.PACKED_BITS["s"], calibration.SMALL_BITS["d"]
     assert calibration.CELL.value == 1 << 24 and measured == [1]
-    assert calibration.PACKED_CELL.value == float32_only | float64_only
+    assert calibration.PRODUCTS_CELL.value == float32_only | float64_only
     (record,) = fresh_threshold.glob("machine-*.json")
     saved = json.loads(record.read_text())
     assert saved["parallel_flops"] == 1 << 24 and saved["packed_products"] == float32_only
@@ -73,11 +73,11 @@ def test_measured_once_recorded_then_read(fresh_threshold, monkeypatch):
     # A later process reads the record as ``gemm`` loads, and measures nothing.
     monkeypatch.setattr(calibration, "_settled", False)
     calibration.CELL.value = calibration.DEFAULT
-    calibration.PACKED_CELL.value = calibration.PACKED_DEFAULT
+    calibration.PRODUCTS_CELL.value = calibration.PACKED_DEFAULT
     calibration.load()
     calibration.ensure_measured()
     assert calibration.CELL.value == 1 << 24 and measured == [1]
-    assert calibration.PACKED_CELL.value == float32_only | float64_only
+    assert calibration.PRODUCTS_CELL.value == float32_only | float64_only
     # A record without the packed bits or the small products' (an earlier numbax's), or
     # with bits of neither, is measured again.
     for key, value in (("packed_products", None), ("small_products", None), ("small_products", 3)):
@@ -130,7 +130,7 @@ def test_a_real_measurement(fresh_threshold):
     assert all(0 < t < 1 for times in measured.small.values() for t in times)
     # Measuring leaves the cells as they were.
     assert calibration.CELL.value == calibration.DEFAULT
-    assert calibration.PACKED_CELL.value == calibration.PACKED_DEFAULT
+    assert calibration.PRODUCTS_CELL.value == calibration.PACKED_DEFAULT
     calibration.ensure_measured()
     assert calibration.LEAST <= calibration.CELL.value <= calibration.MOST
 
@@ -149,7 +149,7 @@ def test_the_source_is_the_same_whatever_the_cells(fresh_threshold, monkeypatch,
     sources = set()
     for threshold in (calibration.NEVER, 0):
         for packed in (0, calibration.PACKED_DEFAULT):
-            calibration.CELL.value, calibration.PACKED_CELL.value = threshold, packed
+            calibration.CELL.value, calibration.PRODUCTS_CELL.value = threshold, packed
             np.testing.assert_allclose(product(a, b), expected, rtol=1e-4, atol=1e-3)
             sources.add(product.lower(a, b).source())
     (source,) = sources

@@ -23,10 +23,10 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(autouse=True)
 def _packed_products_on(monkeypatch):
     """Compiled programs call the packed product of both types, whichever product was
-    measured faster on this machine (``calibration.PACKED_CELL``), which nothing measures
+    measured faster on this machine (``calibration.PRODUCTS_CELL``), which nothing measures
     again here."""
     monkeypatch.setattr(calibration, "_settled", True)
-    monkeypatch.setattr(calibration.PACKED_CELL, "value", calibration.PACKED_DEFAULT)
+    monkeypatch.setattr(calibration.PRODUCTS_CELL, "value", calibration.PACKED_DEFAULT)
 
 
 SHAPES = [  # (rows, depth, columns)

@@ -25,8 +25,8 @@ CHUNKED = calibration.SMALL_DEFAULT  # BLAS's products, small ones in chunks
 def cell(monkeypatch):
     """Nothing measured again here; the cell's bits are the test's."""
     monkeypatch.setattr(calibration, "_settled", True)
-    monkeypatch.setattr(calibration.PACKED_CELL, "value", calibration.PACKED_CELL.value)
-    return calibration.PACKED_CELL
+    monkeypatch.setattr(calibration.PRODUCTS_CELL, "value", calibration.PRODUCTS_CELL.value)
+    return calibration.PRODUCTS_CELL
 
 
 SHAPES = [  # rows, columns, depth: chunked or not, by which bound
