@@ -6,20 +6,33 @@ own names and keywords (`dim=` for `axis=`, `torch.cat` for `concatenate`, `perm
 programs call, each the torch operation a PyTorch user would write, so torch eager and
 `torch.compile` run the same program text as every other library. A NumPy array the
 program makes as a constant (the causal mask) becomes a tensor where it meets one.
-Imported only where torch is installed.
+torch is imported where a function first runs, so the module imports without it.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
-import torch.nn.functional
 
 from .kernels import Loops
 
+# NumPy's names that are torch's own functions (module ``__getattr__``).
+SAME_NAMES = ("exp", "log", "tanh", "sqrt", "einsum", "linalg")
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def __getattr__(name: str):
+    if name in SAME_NAMES:
+        return getattr(_torch(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def _tensor(x):
-    return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
+    return _torch().from_numpy(x) if isinstance(x, np.ndarray) else x
 
 
 def _dims(axis):
@@ -28,28 +41,24 @@ def _dims(axis):
 
 def maximum(x, y):
     if isinstance(y, int | float):
-        return torch.clamp_min(x, y)
-    return torch.maximum(_tensor(x), _tensor(y))
+        return x.clamp_min(y)
+    return _torch().maximum(_tensor(x), _tensor(y))
 
 
 def where(condition, x, y):
-    return torch.where(_tensor(condition), _tensor(x), _tensor(y))
+    return _torch().where(_tensor(condition), _tensor(x), _tensor(y))
 
 
 def max(x, axis=None, keepdims=False):  # noqa: A001 - NumPy's name
-    return torch.amax(x, dim=() if axis is None else _dims(axis), keepdim=keepdims)
+    return x.amax(dim=() if axis is None else _dims(axis), keepdim=keepdims)
 
 
 def sum(x, axis=None, keepdims=False):  # noqa: A001 - NumPy's name
-    if axis is None:
-        return torch.sum(x)
-    return torch.sum(x, dim=_dims(axis), keepdim=keepdims)
+    return x.sum() if axis is None else x.sum(dim=_dims(axis), keepdim=keepdims)
 
 
 def mean(x, axis=None, keepdims=False):
-    if axis is None:
-        return torch.mean(x)
-    return torch.mean(x, dim=_dims(axis), keepdim=keepdims)
+    return x.mean() if axis is None else x.mean(dim=_dims(axis), keepdim=keepdims)
 
 
 def transpose(x, axes=None):
@@ -57,44 +66,40 @@ def transpose(x, axes=None):
 
 
 def reshape(x, shape):
-    return torch.reshape(x, shape)
+    return x.reshape(shape)
 
 
 def concatenate(arrays, axis=0):
-    return torch.cat(list(arrays), dim=axis)
+    return _torch().cat(list(arrays), dim=axis)
 
 
 def stack(arrays, axis=0):
-    return torch.stack(list(arrays), dim=axis)
+    return _torch().stack(list(arrays), dim=axis)
 
 
 def arange(n):
-    return torch.arange(n)
+    return _torch().arange(n)
 
 
 def zeros(shape, dtype=None):
-    return torch.zeros(shape, dtype=dtype)
+    return _torch().zeros(shape, dtype=dtype)
 
 
 def eye(n, dtype=None):
-    return torch.eye(n, dtype=dtype)
+    return _torch().eye(n, dtype=dtype)
 
 
 def diagonal(x):
-    return torch.diagonal(x)
+    return x.diagonal()
 
 
 def roll(x, shift, axis):
-    return torch.roll(x, shifts=shift, dims=axis)
+    return x.roll(shifts=shift, dims=axis)
 
 
 def pad(x, width):
     """`np.pad(x, width)`: zeros, `width` on both sides of every axis."""
-    return torch.nn.functional.pad(x, (width, width) * x.ndim)
-
-
-exp, log, tanh, sqrt, einsum = torch.exp, torch.log, torch.tanh, torch.sqrt, torch.einsum
-linalg = torch.linalg
+    return _torch().nn.functional.pad(x, (width, width) * x.ndim)
 
 
 def fori_loop(lower, upper, body, value):
@@ -108,7 +113,7 @@ def scan(f, init, xs):
     for x in xs:
         carry, y = f(carry, x)
         ys.append(y)
-    return carry, torch.stack(ys)
+    return carry, _torch().stack(ys)
 
 
 def _at(x):
