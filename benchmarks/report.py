@@ -361,16 +361,14 @@ def models_table(
         cold_result, loaded_result = cold_by.get(name), loaded_by.get(name)
         cells = [name, result.workload.size]
         cells += [_cold_cell(cold_result, "numbax"), _cold_cell(cold_result, "jax")]
-        cold_ratio = _ratio(_median_of(cold_result, "numbax"), _median_of(cold_result, "jax"))
-        cells.append("—" if cold_ratio is None else _format_ratio(cold_ratio))
+        cells.append(_ratio_cell(cold_result, "jax"))
         for implementation in ("numbax", "jax"):
             row = _ok_row(result, implementation)
             if row is None:
                 cells += ["—", "—"]
             else:
                 cells += [format_seconds(row.timing.median_s), format_spread(row.timing)]
-        steady_ratio = _ratio(_median_of(result, "numbax"), _median_of(result, "jax"))
-        cells.append("—" if steady_ratio is None else _format_ratio(steady_ratio))
+        cells.append(_ratio_cell(result, "jax"))
         if loaded:
             for implementation in ("numbax", "jax"):
                 slowdown = _ratio(
@@ -407,18 +405,20 @@ def models_torch_table(steady: list[WorkloadResult], cold: list[WorkloadResult])
         name = result.workload.name
         cold_result = cold_by.get(name)
         cells = [name, *(_cold_cell(cold_result, label) for label in TORCH_LABELS)]
-        compiled = _median_of(cold_result, "torch.compile")
-        cold_ratio = _ratio(_median_of(cold_result, "numbax"), compiled)
-        cells.append("—" if cold_ratio is None else _format_ratio(cold_ratio))
+        cells.append(_ratio_cell(cold_result, "torch.compile"))
         for label in TORCH_LABELS:
             row = _ok_row(result, label)
             timing = row and f"{format_seconds(row.timing.median_s)} ({format_spread(row.timing)})"
             cells.append(timing or "—")
-        for label in TORCH_LABELS:
-            ratio = _ratio(_median_of(result, "numbax"), _median_of(result, label))
-            cells.append("—" if ratio is None else _format_ratio(ratio))
+        cells += [_ratio_cell(result, label) for label in TORCH_LABELS]
         lines.append("| " + " | ".join(_escape_markdown(cell) for cell in cells) + " |")
     return lines
+
+
+def _ratio_cell(result: WorkloadResult | None, peer: str) -> str:
+    """numbax's median over `peer`'s in `result`, formatted, or a dash."""
+    ratio = _ratio(_median_of(result, "numbax"), _median_of(result, peer))
+    return "—" if ratio is None else _format_ratio(ratio)
 
 
 def _ratios_over(results: list[WorkloadResult], peer: str) -> dict[str, float]:
