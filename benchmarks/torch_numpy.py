@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import Loops
+from .kernels import Loops, _eager_fori_loop
 
 # NumPy's names that are torch's own functions (module ``__getattr__``).
 SAME_NAMES = ("exp", "log", "tanh", "sqrt", "einsum", "linalg")
@@ -102,12 +102,6 @@ def pad(x, width):
     return _torch().nn.functional.pad(x, (width, width) * x.ndim)
 
 
-def fori_loop(lower, upper, body, value):
-    for i in range(lower, upper):
-        value = body(i, value)
-    return value
-
-
 def scan(f, init, xs):
     carry, ys = init, []
     for x in xs:
@@ -120,4 +114,4 @@ def _at(x):
     raise NotImplementedError("the models group's programs do not update arrays in place")
 
 
-LOOPS = Loops(fori_loop, scan, _at)
+LOOPS = Loops(_eager_fori_loop, scan, _at)  # a Python loop, as every eager library's
