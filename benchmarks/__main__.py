@@ -236,11 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.group in SEPARATE_GROUPS:
         return SEPARATE_GROUPS[args.group](args)
-    # With OpenMP's default wait policy, Numba's parallel workers spin after each parallel
-    # loop and, on a machine with few cores, steal them from the BLAS call or the library of
-    # the next row. Passive waiting keeps each row's figure its own; set before Numba's
-    # threading layer starts, and a value the user chose is kept.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # No OMP_WAIT_POLICY: Numba's workers (numbax's and the Numba rows') wait as numbax
+    # has them wait, a bounded spin then sleep (threads.launch_numba_threads), which hands
+    # the cores back well before the next row's library runs; a policy set here would be
+    # the user's choice, which numbax keeps, and the suite would time another numbax.
     options = {
         "backend": args.backend,
         "quick": args.quick,
@@ -248,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         "group": args.group,
         "workloads": args.names,
         "repeat": args.repeat,
-        "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"],
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "unset"),
     }
     with tempfile.TemporaryDirectory(prefix="numbax-bench-") as scratch:
         # Before numbax is first imported: in this process numbax compiles into an empty disk

@@ -209,10 +209,10 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
         return 2
     scale = "quick" if args.quick else "full"
     cold_samples = COLD_SAMPLES[scale] if args.cold_samples is None else args.cold_samples
-    # No OMP_WAIT_POLICY for the process (the suite's __main__.py sets one): numbax's Numba
-    # workers wait passively by numbax's own choice (threads.launch_numba_threads), and
-    # PyTorch's OpenMP runtime reads the variable too: passive, torch.compile's n-body step
-    # took 232 ms instead of 15 ms, every one of Inductor's loops waking its workers.
+    # No OMP_WAIT_POLICY for the process: numbax's Numba workers wait as numbax has them
+    # wait (threads.launch_numba_threads), and PyTorch's OpenMP runtime reads the variable
+    # too: passive, torch.compile's n-body step took 232 ms instead of 15 ms, every one of
+    # Inductor's loops waking its workers.
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     options = {
         "backend": "cpu",

@@ -23,7 +23,8 @@ of a program with parallel loops or BLAS calls runs on the threads the process m
 then (``threads.py``: Numba's thread count, capped by the CPU affinity and the cgroup
 quota; BLAS on one thread, a large product on as many), both set back when the call
 returns. The first compile starts Numba's threads (``threads.launch_numba_threads``:
-OpenMP threads that sleep when idle, unless the user chose ``OMP_WAIT_POLICY``) and tells
+OpenMP threads that spin briefly after a parallel loop, then sleep, unless the user chose
+``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``) and tells
 glibc to keep the memory programs free for their next call (``heap.py``;
 ``NUMBAX_HEAP_TUNING=0`` leaves it as it is).
 """

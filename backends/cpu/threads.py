@@ -45,6 +45,8 @@ from numba import njit, types
 QUOTA_REFRESH_S = 1.0
 CGROUP_ROOT = "/sys/fs/cgroup"
 NO_CAP = 1 << 30
+# The rounds an idle OpenMP worker spins before it sleeps (``launch_numba_threads``).
+SPIN_COUNT = 10_000
 
 
 def cgroup_cpus(root: str = CGROUP_ROOT) -> int | None:
@@ -181,31 +183,38 @@ def on_chosen_threads(call, calls_blas: bool):
 
 
 def launch_numba_threads() -> None:
-    """Start Numba's threading layer (once), its OpenMP threads waiting passively where
-    the user chose no ``OMP_WAIT_POLICY``.
+    """Start Numba's threading layer (once), its OpenMP threads waiting passively after a
+    bounded spin (``SPIN_COUNT``) where the user chose neither ``OMP_WAIT_POLICY`` nor
+    ``GOMP_SPINCOUNT``.
 
-    With OpenMP's default policy a worker spins after each parallel loop, and on a
-    machine with as many threads as cores it delays the thread that runs the code
-    between loops. Waking a sleeping worker has its price (an Intel Xeon VM, 2 vCPUs:
-    14-41 us a loop against 2-3 us spinning, 4-12% of a training step), but beside two
-    busy processes a spinning join took up to 840 us a loop, and the ML training steps'
-    slowdown under that load went from 1.14x to 1.34x JAX's with ``GOMP_SPINCOUNT=3000``
-    (``benchmarks/RESULTS.md``). The variable is read once, when the OpenMP runtime loads, which
-    Numba's ``omp`` layer does here: it is set only while the layer starts and removed
-    after, so the environment, and any process started later, is as the user left it.
-    It reaches no other library's threads: NumPy's and SciPy's OpenBLAS use no OpenMP,
-    and scikit-learn and PyTorch load OpenMP runtimes of their own. An OpenMP runtime
-    already loaded, or the ``tbb`` and ``workqueue`` layers, ignore it.
+    A worker that sleeps between parallel loops is woken through the kernel, and on a VM
+    through the hypervisor: an empty parallel loop on 2 vCPUs (AMD EPYC, KVM) took 36 us
+    back to back, 54 us after 1 ms idle and 114 us after 10 ms, against 3 us when the
+    workers spin (``benchmarks/RESULTS.md``, 2026-12-06, seventh); a training step has
+    tens of such loops. OpenMP's default policy spins for up to ~300,000 rounds (a few
+    ms), which on a machine with as many threads as cores delays the thread that runs the
+    code between loops, and beside busy processes a spinning join took up to 840 us a
+    loop. ``SPIN_COUNT`` rounds (~0.1-0.2 ms: an empty loop 100 us after the last still
+    took 3.7 us, one 1 ms after it 57 us) keep a step's loops on spinning workers and
+    hand the cores back soon after: on that machine the models group's steady state went
+    from 0.60-0.64x to 0.53-0.55x JAX's, its slowdown beside two busy processes from
+    0.67-0.86x to 1.04-1.08x JAX's (its loaded times about the same). The variables are
+    read once, when the OpenMP runtime loads, which Numba's ``omp`` layer does here: they
+    are set only while the layer starts and removed after, so the environment, and any
+    process started later, is as the user left it. They reach no other library's
+    threads: NumPy's and SciPy's OpenBLAS use no OpenMP, and scikit-learn and PyTorch
+    load OpenMP runtimes of their own. An OpenMP runtime already loaded, or the ``tbb``
+    and ``workqueue`` layers, ignore them.
     """
     from numba.np.ufunc import parallel
 
     if parallel._is_initialized:
         return
-    chosen = "OMP_WAIT_POLICY" in os.environ
-    if not chosen:
-        os.environ["OMP_WAIT_POLICY"] = "passive"
+    chosen = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & set(os.environ)
+    ours = {} if chosen else {"OMP_WAIT_POLICY": "passive", "GOMP_SPINCOUNT": str(SPIN_COUNT)}
+    os.environ.update(ours)
     try:
         parallel._launch_threads()
     finally:
-        if not chosen:
-            os.environ.pop("OMP_WAIT_POLICY", None)
+        for name in ours:
+            os.environ.pop(name, None)

@@ -276,3 +276,42 @@ def test_the_cgroup_quota_in_cpus(tmp_path, files, cpus):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     assert threads.cgroup_cpus(str(tmp_path)) == cpus
+
+
+_LAUNCH = """
+import json, os
+from numbax.backends.cpu import threads
+threads.launch_numba_threads()
+print(json.dumps({name: os.environ.get(name) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}))
+"""
+
+
+@pytest.mark.parametrize(
+    "users, policy, spin",
+    [
+        ({}, "PASSIVE", str(threads.SPIN_COUNT)),
+        ({"OMP_WAIT_POLICY": "active"}, "ACTIVE", None),
+        ({"GOMP_SPINCOUNT": "7"}, None, "7"),
+    ],
+    ids=["numbax-default", "users-policy", "users-spin-count"],
+)
+def test_numba_workers_spin_a_bounded_while_unless_the_user_chose(users, policy, spin):
+    """The OpenMP runtime's own report of what it read (``OMP_DISPLAY_ENV=verbose``):
+    numbax's bounded spin, or what the user chose, untouched; and the environment left
+    as the user had it after Numba's threads start."""
+    environment = {**os.environ, "OMP_DISPLAY_ENV": "verbose", **users}
+    for name in {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} - set(users):
+        environment.pop(name, None)
+    run = subprocess.run(
+        [sys.executable, "-c", _LAUNCH], env=environment, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    if "OPENMP DISPLAY ENVIRONMENT" not in run.stderr:
+        pytest.skip("Numba's threading layer here is not GNU OpenMP (no report of its settings)")
+    report = dict(line.strip().split(" = ", 1) for line in run.stderr.splitlines() if " = " in line)
+    if policy is not None:
+        assert report["OMP_WAIT_POLICY"] == f"'{policy}'"
+    if spin is not None:
+        assert report["GOMP_SPINCOUNT"] == f"'{spin}'"
+    left = json.loads(run.stdout.splitlines()[-1])
+    assert left == {name: users.get(name) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
