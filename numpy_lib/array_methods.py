@@ -24,6 +24,7 @@ from ..tracer.promote import weak_result
 from ..tracer.source_info import user_frame_info
 from . import numpy_api as xnp
 from . import views
+from .scipy_special import for_scipy_ufunc
 
 
 def _swap(fn):
@@ -57,6 +58,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         result = getattr(xnp.NUMBAX_UFUNCS[ufunc], method)(*inputs, **kwargs)
         if method == "at":
             return None  # it wrote into its first operand, as NumPy's does
+    elif method == "__call__" and not kwargs and (scipys := for_scipy_ufunc(ufunc)) is not None:
+        result = scipys(*inputs)
     else:
         result = None
     if result is not None:

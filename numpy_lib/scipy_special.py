@@ -1,7 +1,8 @@
 """``numbax.scipy.special``: the ``scipy.special`` functions a model uses, written over
 ``numbax.numpy`` (so they trace, differentiate, batch and compile like any program), as
 ``jax.scipy.special`` has them. A float input keeps its dtype; an integer or bool input
-gives float64, as SciPy's.
+gives float64, as SciPy's. SciPy's own ufuncs of these names (``scipy.special.expit(x)``
+in a plain NumPy program) run these where they meet a traced array.
 
 >>> import numpy as np
 >>> from numbax.scipy.special import expit, logsumexp
@@ -14,6 +15,7 @@ array([0.5       , 0.88079708])
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -42,8 +44,23 @@ __all__ = [
     "xlogy",
 ]
 
+# The functions here that SciPy has as ufuncs (the rest are Python functions over arrays).
+UFUNC_NAMES = frozenset(
+    ["entr", "erf", "erfc", "erfinv", "expit", "logit", "ndtr", "ndtri", "xlog1py", "xlogy"]
+)
 
 _NDTRI_NEWTON_STEPS = 3
+
+
+def for_scipy_ufunc(ufunc):
+    """This module's function for SciPy's ufunc ``ufunc`` (``scipy.special.expit``), or
+    None: NumPy hands a ufunc called on a traced array to the tracer
+    (``array_methods._array_ufunc``). SciPy is not imported for it: the ufunc came from it."""
+    special = sys.modules.get("scipy.special")
+    name = getattr(ufunc, "__name__", None)
+    if special is None or name not in UFUNC_NAMES or getattr(special, name, None) is not ufunc:
+        return None
+    return globals()[name]
 
 
 def _float(x):

@@ -177,6 +177,46 @@ def test_special_functions_match_scipy_traced_and_eager(name):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 
 
+@pytest.mark.parametrize("name", sorted(SPECIAL_CASES))
+def test_scipys_own_ufuncs_trace_in_a_plain_numpy_program(name):
+    """``scipy.special.expit(x)`` inside a jitted function runs numbax's ``expit``."""
+    scipy_special = pytest.importorskip("scipy.special")
+    ufunc = getattr(scipy_special, name)
+    args = SPECIAL_CASES[name]
+    assert name in numbax.numpy_lib.scipy_special.UFUNC_NAMES
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        want = ufunc(*args)
+        for options in ({}, {"tiered": False}, {"backend": "interpret"}):
+            got = numbax.jit(lambda *a: ufunc(*a), **options)(*args)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+        narrow = [a.astype(np.float32) for a in args]
+        got = numbax.jit(lambda *a: ufunc(*a))(*narrow)
+        assert got.dtype == ufunc(*narrow).dtype == np.float32
+
+
+def test_scipys_own_ufuncs_differentiate_and_write_out():
+    scipy_special = pytest.importorskip("scipy.special")
+    x = np.array([-1.5, 0.3, 2.0])
+    grad = numbax.grad(lambda x: np.sum(scipy_special.expit(x) * scipy_special.erf(x)))(x)
+    step = 1e-6
+    central = [
+        (
+            np.sum(scipy_special.expit(x + e) * scipy_special.erf(x + e))
+            - np.sum(scipy_special.expit(x - e) * scipy_special.erf(x - e))
+        )
+        / (2 * step)
+        for e in np.eye(3) * step
+    ]
+    np.testing.assert_allclose(grad, central, rtol=1e-7)
+
+    def written(x):
+        out = np.zeros_like(x)
+        scipy_special.ndtr(x, out=out)
+        return out
+
+    np.testing.assert_allclose(numbax.jit(written)(x), scipy_special.ndtr(x), rtol=1e-14)
+
+
 def test_special_reductions_match_scipy():
     scipy_special = pytest.importorskip("scipy.special")
     x = np.array([[1000.0, 999.0, -5.0], [0.5, 0.25, -np.inf]])
