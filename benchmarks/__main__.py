@@ -145,8 +145,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--cold-samples",
         type=int,
         metavar="N",
-        help="--group models: fresh processes per library for the time to compiled code "
-        "(default 3, 1 with --quick; 0 skips it)",
+        help="--group models: fresh processes per library for the time to compiled code, "
+        "and pairs for the MLP step by import order (default 3, 1 with --quick; 0 skips them)",
     )
     parser.add_argument(
         "--update-results",

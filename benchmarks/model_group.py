@@ -16,6 +16,9 @@ For every workload of model_workloads.py, in three phases:
 
 With both transformer_2 and transformer_8 in the run, their time to compiled code is also
 taken as pairs of fresh processes in turns (`layer_scaling`, issue #34's 8/2 target).
+With mlp_64 in the run, its steady state is taken again in pairs of fresh processes, one
+that imported SciPy and scikit-learn before numbax and one that imported numbax first
+(import_order.py, issue #36: import order must not change numbax's speed).
 
 The table (report.models_table) has one line per workload; results.json keeps every row.
 """
@@ -32,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from . import report
+from . import import_order, report
 from .first_compile import first_compile_call
 from .implementation import NotSupportedYet, PeerUnavailable
 from .machine import busy_warning, describe, load_average
@@ -172,7 +175,7 @@ def run(
     """The three phases over `workloads`: the results by phase."""
     from numbax.config import config
 
-    phases: dict[str, list] = {"cold": [], "steady": [], "loaded": [], "scaling": {}}
+    phases: dict = {"cold": [], "steady": [], "loaded": [], "scaling": {}, "import_order": {}}
     # numbax compiled each program in its last cold process: its rows load it from there.
     caches = {}
     for index, workload in enumerate(workloads, start=1):
@@ -190,6 +193,15 @@ def run(
     if cold_samples and set(LAYER_PAIR) <= {w.name for w in workloads}:
         _progress(f"models: {LAYER_PAIR[1]} / {LAYER_PAIR[0]} cold, {cold_samples} pairs in turns")
         phases["scaling"] = layer_scaling(scale, cold_samples, scratch_dir)
+    if cold_samples and import_order.WORKLOAD in {w.name for w in workloads}:
+        _progress(f"models: {import_order.WORKLOAD} by import order, {cold_samples} pairs in turns")
+        try:
+            phases["import_order"] = import_order.import_order_pairs(
+                scale, cold_samples, scratch_dir
+            )
+        except (AssertionError, NotSupportedYet, RuntimeError) as error:
+            _progress(f"    import order: {first_line(error)}")
+            phases["import_order"] = {"failed": str(error)}
     if loaded:
         _progress(f"models: steady state again beside {BUSY_PROCESSES} busy-loop processes")
         busy = start_busy_loops()
@@ -239,7 +251,7 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
     table = report.models_table(phases["steady"], phases["cold"], phases["loaded"])
     summary = report.models_summary(
         phases["steady"], phases["cold"], phases["loaded"], phases["scaling"]
-    )
+    ) + report.import_order_lines(phases["import_order"])
     heading = report.models_heading(machine, options)
     torch_table = report.models_torch_table(phases["steady"], phases["cold"])
     text = "\n".join([*heading, *summary, "", *table, *([""] if torch_table else []), *torch_table])
@@ -254,6 +266,7 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
     payload = report.to_json(every_row, machine, options)
     payload["models_summary"] = summary
     payload["layer_scaling_pairs"] = phases["scaling"]
+    payload["import_order_s"] = phases["import_order"]
     (args.out / "models.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     print(f"wrote {args.out / 'models.md'}, {args.out / 'models.json'}", file=sys.stderr)
 
@@ -263,6 +276,8 @@ def main(args: argparse.Namespace, settings_for: Callable[..., TimingSettings]) 
         for row in r.rows
         if row.status == FAILED
     ]
+    if "failed" in phases["import_order"]:
+        failed.append(f"{import_order.WORKLOAD} by import order")
     if failed:
         print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ from pathlib import Path
 from statistics import geometric_mean, median
 
 from .implementation import COMPILED_FIRST_CALL
+from .import_order import ORDERS
 from .machine import one_line, software_line
 from .runner import OK, WorkloadResult, bandwidth_ceiling
 from .timing import format_seconds, format_spread
@@ -512,6 +513,25 @@ def layer_scaling_line(pairs: dict[str, list[tuple[float, float]]] | None) -> st
         f"transformer 8 layers / 2 layers, time to compiled code, {count} pairs taken in "
         f"turns: {', '.join(parts)}"
     )
+
+
+def import_order_lines(medians: dict) -> list[str]:
+    """The MLP step's steady state with SciPy and scikit-learn imported before numbax over
+    numbax imported first (``import_order``), from each order's per-process medians: the
+    ratio of their medians, and the range of the pairs' ratios; none where it did not
+    run, the reason where it failed."""
+    if not medians:
+        return []
+    if "failed" in medians:
+        return [f"import order (mlp_64): FAILED: {medians['failed']}"]
+    first, later = (medians[order] for order in ORDERS)  # numbax first, then SciPy's
+    ratios = sorted(b / a for a, b in zip(first, later, strict=True))
+    return [
+        "mlp_64 steady, scipy and sklearn imported before numbax / numbax first: "
+        f"{_format_ratio(median(later) / median(first))} ({format_seconds(median(later))} / "
+        f"{format_seconds(median(first))}; pairs {_format_ratio(ratios[0])}–"
+        f"{_format_ratio(ratios[-1])}, {len(ratios)} pairs of fresh processes in turns)"
+    ]
 
 
 def models_heading(machine: dict, options: dict) -> list[str]:

@@ -184,6 +184,38 @@ def test_the_layer_ratio_is_taken_from_pairs_in_turns(monkeypatch):
     assert report.layer_scaling_line({}) is None
 
 
+def test_the_mlp_step_by_import_order_runs_in_fresh_processes_in_turns(tmp_path):
+    """Issue #36's import-order row: two real processes per pair, SciPy and scikit-learn
+    imported before numbax in one, numbax first in the other, each answer checked
+    against the float64 reference by the parent (a mismatch raises)."""
+    import json
+    import subprocess
+    import sys
+
+    from benchmarks import import_order
+
+    medians = import_order.import_order_pairs("quick", 1, str(tmp_path))
+    assert set(medians) == set(import_order.ORDERS)
+    assert all(len(m) == 1 and m[0] > 0 for m in medians.values())
+    line = report.import_order_lines(medians)[0]
+    assert line.startswith("mlp_64 steady, scipy and sklearn imported before numbax / numbax")
+    assert "1 pairs of fresh processes" in line
+    # What the SciPy-first process imported, before anything imported numbax.
+    out = tmp_path / "one"
+    out.mkdir()
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.import_order", "scipy, sklearn first", "quick", out],
+        cwd=import_order.Path(import_order.__file__).parent.parent,
+        check=True,
+        capture_output=True,
+    )
+    before = json.loads((out / "figures.json").read_text())["imported_before_numbax"]
+    expected = ["scipy.linalg"] + (["sklearn"] if importlib.util.find_spec("sklearn") else [])
+    assert before == expected
+    assert report.import_order_lines({}) == []
+    assert "FAILED" in report.import_order_lines({"failed": "a mismatch"})[0]
+
+
 # --- PyTorch's rows (eager and torch.compile), where PyTorch is installed -----------------
 
 
