@@ -175,9 +175,29 @@ def transcendental_result_type(*operands) -> np.dtype:
 
 
 def float_to_integer_bounds(dtype: np.dtype) -> tuple[float, float, int]:
-    """A float converts to ``dtype`` by truncation when it lies in [low, high); NaN and
-    anything outside give ``invalid``, what NumPy's cast gives on x86-64 (the smallest
-    integer). Compiled backends check the range in generated code: LLVM's fptosi of such a
-    value is poison, and LLVM may fold ``float(int(x))`` to ``trunc(x)`` and return inf."""
+    """A float converts to the signed ``dtype`` (int32 or int64) by truncation when it
+    lies in [low, high); NaN and anything outside give ``invalid``, the smallest integer,
+    as x86-64's conversion instructions do. Compiled backends check the range in generated
+    code: LLVM's fptosi of such a value is poison, and LLVM may fold ``float(int(x))`` to
+    ``trunc(x)`` and return inf."""
     info = np.iinfo(dtype)
     return float(info.min), float(info.max) + 1.0, int(info.min)
+
+
+def float_to_integer_steps(dtype: np.dtype) -> tuple[np.dtype, float | None]:
+    """How a float converts to integer ``dtype`` as NumPy's cast does on x86-64, where
+    a value out of range is not an error (NumPy warns, "invalid value encountered in
+    cast") but a result every backend gives alike: ``(wide, split)``. The float converts
+    to the signed ``wide`` (int32 for the integers of up to 16 bits and int32, int64 for
+    uint32 and the 64-bit ones) as ``float_to_integer_bounds`` says; where ``split`` is
+    set (uint64: 2^63) a float at or above it is lowered by it first and ``wide``'s top
+    bit flipped after; the bits are then wrapped into ``dtype``. So 260.0 is 4 as uint8
+    and -1.0 is 255; 1e10 is 0 as uint8 and int16 (int32's smallest, wrapped); NaN is
+    the smallest int32 or int64, wrapped. NumPy's uint32 cast gives two answers for a
+    negative or too large value, by where it lies in the array (its vector loop and its
+    scalar loop differ: -3e9 is 2147483648 in one, 1294967296 in the other); this is its
+    scalar loop's, through int64, the one its scalars and short arrays take."""
+    dtype = np.dtype(dtype)
+    wide = int64 if dtype.itemsize == 8 or dtype == uint32 else int32
+    split = float(2**63) if dtype == uint64 else None
+    return wide, split

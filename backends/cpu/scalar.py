@@ -260,13 +260,26 @@ def _convert(ctx, dtype, out_dtype, x, **_):
     if out_dtype == dtypes.bool_:
         return f"({x} != {ctx.constant(0, dtype)})"
     if _is_float(dtype) and out_dtype.kind in "iu":
-        low, high, invalid = dtypes.float_to_integer_bounds(out_dtype)
-        # ``&`` and a select, not ``and`` and ``if``: no branches for Numba to type and
-        # lower (the conversion of an out-of-range value is discarded by the select).
-        in_range = f"({x} >= {ctx.constant(low, dtype)}) & ({x} < {ctx.constant(high, dtype)})"
-        select = ctx.function(INTRINSICS, "select")
-        return f"{select}({in_range}, {cast(out_dtype, x)}, {ctx.constant(invalid, out_dtype)})"
+        return _float_to_integer(ctx, dtype, out_dtype, x)
     return cast(out_dtype, x)
+
+
+def _float_to_integer(ctx, dtype, out_dtype, x) -> str:
+    """NumPy's cast on x86-64 (``dtypes.float_to_integer_steps``), in selects: ``&`` and
+    a select, not ``and`` and ``if``, so there are no branches for Numba to type and lower
+    (the conversion of an out-of-range value is discarded by the select)."""
+    wide, split = dtypes.float_to_integer_steps(out_dtype)
+    low, high, invalid = dtypes.float_to_integer_bounds(wide)
+    select = ctx.function(INTRINSICS, "select")
+    if split is not None:
+        high_half = f"({x} >= {ctx.constant(split, dtype)})"
+        x = f"{select}({high_half}, {x} - {ctx.constant(split, dtype)}, {x})"
+    in_range = f"({x} >= {ctx.constant(low, dtype)}) & ({x} < {ctx.constant(high, dtype)})"
+    value = f"{select}({in_range}, {cast(wide, x)}, {ctx.constant(invalid, wide)})"
+    if split is not None:
+        flip = f"{select}({high_half}, {ctx.constant(invalid, wide)}, {ctx.constant(0, wide)})"
+        value = f"({value} ^ {flip})"
+    return value if out_dtype == wide else cast(out_dtype, value)
 
 
 # --- complex ----------------------------------------------------------------------------

@@ -184,10 +184,18 @@ def _convert(args, eqn):
             return x
     if is_held_as_bits(new):  # rounded once from float32 (through it from anything else)
         return f"bfloat16_from_float({x if old.kind == 'f' else cast(x, dtypes.float32)})"
-    if old.kind == "f" and new.kind in "iu":  # defined for every float, as on the CPU
-        low, high, invalid = dtypes.float_to_integer_bounds(new)
+    if old.kind == "f" and new.kind in "iu":  # NumPy's cast on x86-64, as on the CPU
+        wide, split = dtypes.float_to_integer_steps(new)
+        low, high, invalid = dtypes.float_to_integer_bounds(wide)
+        if split is not None:
+            high_half = f"({x} >= {constant(split, old)})"
+            x = f"({x} - {constant(split, old)} if {high_half} else {x})"
         in_range = f"{x} >= {constant(low, old)} and {x} < {constant(high, old)}"
-        return f"({cast(x, new)} if {in_range} else {constant(invalid, new)})"
+        value = f"({cast(x, wide)} if {in_range} else {constant(invalid, wide)})"
+        if split is not None:
+            flip = f"({constant(invalid, wide)} if {high_half} else {constant(0, wide)})"
+            value = f"({value} ^ {flip})"
+        return value if new == wide else cast(value, new)
     return cast(x, new)
 
 

@@ -162,6 +162,8 @@ def _arrays(*shapes, dtype=F32):
     return tuple(np.ones(shape, dtype) for shape in shapes)
 
 
+INTEGER_TYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+
 # name: (program, arguments, PTX instructions every kernel of it must contain)
 VARIANTS = {
     "elementwise": (lambda x, y: np.tanh(x * 1.5) + y, _arrays((64, 33), (33,)), []),
@@ -243,6 +245,11 @@ VARIANTS = {
         (np.ones((9, 4), F32), np.array([1, 1]), np.ones((2, 4), F32)),
         [],
     ),  # fmt: skip
+    "float_to_every_integer": (  # NumPy's cast on x86-64 (dtypes.float_to_integer_steps)
+        lambda x, y: tuple(v.astype(t) for v in (x, y) for t in INTEGER_TYPES),
+        (np.ones((3, 5), F32), np.ones((3, 5))),
+        ["cvt.rzi.s32.f32", "cvt.rzi.s64.f64"],
+    ),
     "threefry2x32": (  # the cipher's helper compiled into the kernel of the uniforms
         lambda key: (numbax.random.uniform(key, (64,), F32), numbax.random.bits(key, (64,))),
         (np.array([0, 3]),),
