@@ -466,7 +466,8 @@ def run_benchmarks(args) -> dict:
     if args.simulate_tiny:
         scale = "tiny"
         for name, size in TINY_SIZES.items():
-            workloads.SIZES[name]["tiny"] = size
+            if name in workloads.SIZES:  # the others are the narrow and collective checks'
+                workloads.SIZES[name]["tiny"] = size
         peer_module._numba_cuda_transfers = _simulator_transfers
     options = {"backend": "cuda", "quick": args.simulate_tiny, "only": BENCHMARKS,
                "repeat": None, "gpu_check": True}  # fmt: skip
