@@ -69,7 +69,7 @@ def first_compile_call(library: str, name: str, scale: str, scratch_dir: str) ->
     return run_process
 
 
-def _initialised_peer(library: str, scratch_dir: str):
+def initialised_peer(library: str, scratch_dir: str):
     """The library imported and started, outside the timed part."""
     from .peers import JaxPeer, NumbaxPeer, TorchCpuPeer
 
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
 
     library, name, scale, out_dir = argv
     start = time.perf_counter()
-    peer = _initialised_peer(library, out_dir)
+    peer = initialised_peer(library, out_dir)
     import_s = time.perf_counter() - start
     workload = model_workload(name, scale)
     [implementation] = [row for row in peer.implement(workload) if row.label == library]

@@ -77,10 +77,10 @@ def main(argv: list[str]) -> int:
             continue
         imported.append(module)
     numbax_first = "numbax" not in sys.modules  # nothing above imported it
-    from .first_compile import _initialised_peer
+    from .first_compile import initialised_peer
     from .model_workloads import model_workload
 
-    peer = _initialised_peer("numbax", out_dir)
+    peer = initialised_peer("numbax", out_dir)
     workload = model_workload(WORKLOAD, scale)
     [implementation] = [row for row in peer.implement(workload) if row.label == "numbax"]
     inputs = tree_map(implementation.to_device, workload.inputs)

@@ -247,11 +247,12 @@ def _convert_rule(x: ShapedArray, *, new_dtype) -> ShapedArray:
 def _convert(x, *, new_dtype):
     x = np.asarray(x)
     with np.errstate(all="ignore"):
-        if x.dtype.kind == "f" and np.dtype(new_dtype) == dtypes.uint32:
-            # NumPy's own cast answers by where a value lies in the array: its scalar
-            # loop's answer everywhere, as the compiled backends give it
-            # (``dtypes.float_to_integer_steps``).
-            return x.astype(dtypes.int64).astype(new_dtype)
+        if x.dtype.kind == "f" and np.dtype(new_dtype).kind in "iu":
+            # The steps the compiled backends take (``dtypes.float_to_integer_steps``):
+            # NumPy's own uint32 cast answers by where a value lies in the array.
+            wide, split = dtypes.float_to_integer_steps(new_dtype)
+            if split is None:
+                return x.astype(wide).astype(new_dtype)
         return x.astype(new_dtype)
 
 

@@ -24,6 +24,7 @@ from ...ir import dtypes
 from ...ir.primitive import Pattern
 from ...ir.rules import RuleTable
 from .. import source as escape
+from ..conversions import float_to_integer
 
 INTRINSICS = "numbax.backends.cpu.intrinsics"
 NARROW_FLOATS = "numbax.backends.cpu.narrow_floats"
@@ -265,21 +266,19 @@ def _convert(ctx, dtype, out_dtype, x, **_):
 
 
 def _float_to_integer(ctx, dtype, out_dtype, x) -> str:
-    """NumPy's cast on x86-64 (``dtypes.float_to_integer_steps``), in selects: ``&`` and
-    a select, not ``and`` and ``if``, so there are no branches for Numba to type and lower
-    (the conversion of an out-of-range value is discarded by the select)."""
-    wide, split = dtypes.float_to_integer_steps(out_dtype)
-    low, high, invalid = dtypes.float_to_integer_bounds(wide)
+    """NumPy's cast on x86-64 (``backends.conversions``), in selects: ``&`` and a select,
+    not ``and`` and ``if``, so there are no branches for Numba to type and lower (the
+    conversion of an out-of-range value is discarded by the select)."""
     select = ctx.function(INTRINSICS, "select")
-    if split is not None:
-        high_half = f"({x} >= {ctx.constant(split, dtype)})"
-        x = f"{select}({high_half}, {x} - {ctx.constant(split, dtype)}, {x})"
-    in_range = f"({x} >= {ctx.constant(low, dtype)}) & ({x} < {ctx.constant(high, dtype)})"
-    value = f"{select}({in_range}, {cast(wide, x)}, {ctx.constant(invalid, wide)})"
-    if split is not None:
-        flip = f"{select}({high_half}, {ctx.constant(invalid, wide)}, {ctx.constant(0, wide)})"
-        value = f"({value} ^ {flip})"
-    return value if out_dtype == wide else cast(out_dtype, value)
+    return float_to_integer(
+        x,
+        dtype,
+        out_dtype,
+        select=lambda predicate, a, b: f"{select}({predicate}, {a}, {b})",
+        both=lambda a, b: f"({a}) & ({b})",
+        constant=ctx.constant,
+        cast=cast,
+    )
 
 
 # --- complex ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from ...ir import dtypes
 from ...ir.primitive import Pattern
 from ...ir.rules import RuleTable
 from .. import source as escape
+from ..conversions import float_to_integer
 from .complex import add_complex_cases
 from .narrow_floats import is_held_as_bits
 from .typed_expressions import cast, constant, libdevice, wrap
@@ -185,17 +186,15 @@ def _convert(args, eqn):
     if is_held_as_bits(new):  # rounded once from float32 (through it from anything else)
         return f"bfloat16_from_float({x if old.kind == 'f' else cast(x, dtypes.float32)})"
     if old.kind == "f" and new.kind in "iu":  # NumPy's cast on x86-64, as on the CPU
-        wide, split = dtypes.float_to_integer_steps(new)
-        low, high, invalid = dtypes.float_to_integer_bounds(wide)
-        if split is not None:
-            high_half = f"({x} >= {constant(split, old)})"
-            x = f"({x} - {constant(split, old)} if {high_half} else {x})"
-        in_range = f"{x} >= {constant(low, old)} and {x} < {constant(high, old)}"
-        value = f"({cast(x, wide)} if {in_range} else {constant(invalid, wide)})"
-        if split is not None:
-            flip = f"({constant(invalid, wide)} if {high_half} else {constant(0, wide)})"
-            value = f"({value} ^ {flip})"
-        return value if new == wide else cast(value, new)
+        return float_to_integer(
+            x,
+            old,
+            new,
+            select=lambda predicate, a, b: f"({a} if {predicate} else {b})",
+            both=lambda a, b: f"{a} and {b}",
+            constant=constant,
+            cast=lambda dtype, expr: cast(expr, dtype),
+        )
     return cast(x, new)
 
 
